@@ -1,0 +1,58 @@
+import { redactText, redactValue } from './redact.js';
+
+/** A request or response body as stored: a bounded, redacted preview, or a description. */
+export interface BodyData {
+  size: number;
+  contentType?: string;
+  kind: 'json' | 'text' | 'binary';
+  /** Parsed JSON (redacted), when the whole body fit and parsed. */
+  json?: unknown;
+  /** Text preview (redacted), when the body is text. */
+  text?: string;
+  truncated: boolean;
+}
+
+const TEXTUAL = /^(text\/|application\/(.*\+)?(json|xml|javascript|x-www-form-urlencoded|graphql)|image\/svg)/i;
+
+export const isTextual = (contentType: string | undefined): boolean => !contentType || TEXTUAL.test(contentType);
+
+/** Describe a body from the bytes that were kept (at most `limit` of `size`). */
+export function describeBytes(bytes: Buffer, size: number, contentType: string | undefined, limit: number, keys: string[]): BodyData {
+  const truncated = size > limit || bytes.length > limit;
+  if (!isTextual(contentType) || looksBinary(bytes)) return { size, contentType, kind: 'binary', truncated: false };
+  const text = bytes.subarray(0, limit).toString('utf8');
+  if (!truncated && /json/i.test(contentType ?? '')) {
+    try {
+      return { size, contentType, kind: 'json', json: redactValue(JSON.parse(text), keys), truncated };
+    } catch {
+      // Not JSON after all: shown as text.
+    }
+  }
+  return { size, contentType, kind: 'text', text: redactText(text, keys), truncated };
+}
+
+/** Describe a body a parser already turned into a value (req.body). */
+export function describeParsed(value: unknown, contentType: string | undefined, limit: number, keys: string[]): BodyData | undefined {
+  if (value === undefined) return undefined;
+  if (Buffer.isBuffer(value)) return describeBytes(value, value.length, contentType, limit, keys);
+  if (typeof value === 'string') return describeBytes(Buffer.from(value), Buffer.byteLength(value), contentType ?? 'text/plain', limit, keys);
+  const redacted = redactValue(value, keys);
+  let text: string;
+  try {
+    text = JSON.stringify(redacted) ?? '';
+  } catch {
+    return { size: 0, contentType, kind: 'text', text: '[unserialisable body]', truncated: false };
+  }
+  const size = Buffer.byteLength(text);
+  if (size <= limit) return { size, contentType, kind: 'json', json: redacted, truncated: false };
+  return { size, contentType, kind: 'text', text: text.slice(0, limit), truncated: true };
+}
+
+/** NUL bytes or invalid UTF-8 in the first KiB: not text, whatever the Content-Type says. */
+function looksBinary(bytes: Buffer): boolean {
+  const head = bytes.subarray(0, 1024);
+  if (head.includes(0)) return true;
+  const decoded = head.toString('utf8');
+  const replaced = decoded.split('\uFFFD').length - 1;
+  return replaced > 8 && replaced > decoded.length / 10;
+}

@@ -1,0 +1,14 @@
+import type { Collector } from './collector.js';
+import { config } from './config.js';
+import { exception } from './exception.js';
+import { logs } from './logs.js';
+import { performance } from './performance.js';
+import { request } from './request.js';
+import { response } from './response.js';
+import { routing } from './routing.js';
+
+/** The panels in menu order. A new panel: its collector here, its view in views/panels/<id>.eta. */
+export const collectors: Collector[] = [request, response, exception, logs, performance, routing, config] as Collector[];
+
+export type { Collector };
+

@@ -1,0 +1,19 @@
+export { webProfiler, type WebProfiler } from './profiler.js';
+export type { ProfilerOptions } from './options.js';
+export type { Collector } from './collectors/collector.js';
+export type { RequestContext } from './recording/context.js';
+export { logger, type Logger } from './recording/logger.js';
+export type { LogLine, LogLevel, Span } from './recording/context.js';
+export type { Profile, ProfileSummary } from './storage/profile.js';
+export { ProfileStore, type SearchFilter } from './storage/store.js';
+export type { ExceptionData, ErrorInfo, FrameInfo } from './errors/describe.js';
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      /** The request-scoped logger: its lines land in this request's profile. */
+      log: import('./recording/logger.js').Logger;
+    }
+  }
+}

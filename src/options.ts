@@ -1,0 +1,98 @@
+import type { Request } from 'express';
+import path from 'node:path';
+import { collectors as corePanels, type Collector } from './collectors/index.js';
+
+/** What a user may pass to webProfiler(). Every field is optional. */
+export interface ProfilerOptions {
+  /** Record requests and serve /_profiler. Default: on unless NODE_ENV=production or APP_ENV=prod. */
+  enabled?: boolean;
+  /** Debug mode: debug error pages, toolbar, X-Robots-Tag. Default: NODE_ENV !== 'production'. */
+  debug?: boolean;
+  /** SQLite file, or ':memory:'. Default: WEB_PROFILER_DB or storage/profiler.sqlite under the working directory. */
+  database?: string;
+  /** Length of the hex token, 6 to 32. Default 6. */
+  tokenLength?: number;
+  /** Largest request or response body kept, in bytes; beyond it the body is marked truncated. Default 64 KiB. */
+  bodyLimit?: number;
+  /** Field and header names (matched case-insensitively as substrings) whose values are redacted. */
+  redactKeys?: string[];
+  /** Retention: the most profiles kept. Default 10,000. */
+  maxProfiles?: number;
+  /** Retention: the oldest profile kept, in milliseconds. Default 2 days. */
+  maxAge?: number;
+  /** Who may see the profiler. Default: loopback clients, or anyone presenting `secret`. */
+  authorize?: (req: Request) => boolean;
+  /** Shared secret for non-loopback clients (header X-Profiler-Secret, or ?_profiler_secret= once, then a cookie). Default: WEB_PROFILER_SECRET. */
+  secret?: string;
+  /** Host names the profiler answers to besides loopback names (DNS rebinding guard). */
+  allowedHosts?: string[];
+  /** Editor link format for stack frames, e.g. 'vscode://file/%f:%l'. Off by default. */
+  editorLink?: string;
+  /** Where the profiler logs its own trouble. Default: console.error, once per kind. */
+  onError?: (message: string) => void;
+  /** Milliseconds between storage flushes. Default 100. */
+  flushInterval?: number;
+  /** Panels of your own, shown after the core ones. */
+  collectors?: Collector[];
+}
+
+export interface ResolvedOptions {
+  enabled: boolean;
+  debug: boolean;
+  database: string;
+  tokenLength: number;
+  bodyLimit: number;
+  redactKeys: string[];
+  maxProfiles: number;
+  maxAge: number;
+  authorize: ((req: Request) => boolean) | undefined;
+  secret: string | undefined;
+  allowedHosts: string[];
+  editorLink: string | undefined;
+  onError: (message: string) => void;
+  flushInterval: number;
+  /** Core panels in menu order, then the user's. */
+  collectors: Collector[];
+}
+
+export const DEFAULT_REDACT_KEYS = [
+  'password', 'passwd', 'secret', 'token', 'api_key', 'apikey', 'api-key',
+  'authorization', 'cookie', 'credential', 'private_key', 'session',
+];
+
+const isProduction = (env: NodeJS.ProcessEnv) =>
+  env.NODE_ENV === 'production' || env.APP_ENV === 'prod' || env.APP_ENV === 'production';
+
+export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.ProcessEnv = process.env): ResolvedOptions {
+  const tokenLength = options.tokenLength ?? 6;
+  if (!Number.isInteger(tokenLength) || tokenLength < 6 || tokenLength > 32) {
+    throw new RangeError(`webProfiler: tokenLength must be an integer from 6 to 32, got ${tokenLength}`);
+  }
+  return {
+    enabled: options.enabled ?? !isProduction(env),
+    debug: options.debug ?? env.NODE_ENV !== 'production',
+    database: options.database ?? env.WEB_PROFILER_DB ?? path.resolve('storage', 'profiler.sqlite'),
+    tokenLength,
+    bodyLimit: options.bodyLimit ?? 64 * 1024,
+    redactKeys: (options.redactKeys ?? DEFAULT_REDACT_KEYS).map((k) => k.toLowerCase()),
+    maxProfiles: options.maxProfiles ?? 10_000,
+    maxAge: options.maxAge ?? 2 * 24 * 3600 * 1000,
+    authorize: options.authorize,
+    secret: options.secret ?? (env.WEB_PROFILER_SECRET || undefined),
+    allowedHosts: (options.allowedHosts ?? []).map((h) => h.toLowerCase()),
+    editorLink: options.editorLink,
+    onError: options.onError ?? onceConsole(),
+    flushInterval: options.flushInterval ?? 100,
+    collectors: [...corePanels, ...(options.collectors ?? [])],
+  };
+}
+
+/** The profiler's own trouble is told once per message, so a broken disk does not flood the log. */
+function onceConsole(): (message: string) => void {
+  const told = new Set<string>();
+  return (message) => {
+    if (told.has(message)) return;
+    told.add(message);
+    process.stderr.write(`[web-profiler] ${message}\n`);
+  };
+}

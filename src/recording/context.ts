@@ -1,0 +1,56 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export interface LogLine {
+  time: number;
+  level: LogLevel;
+  message: string;
+  context?: unknown;
+  /** 'console' when the line came from console.*, else 'logger'. */
+  channel: 'app' | 'console';
+}
+
+/** One middleware or route handler call, in milliseconds since the request started. */
+export interface Span {
+  name: string;
+  kind: 'middleware' | 'route' | 'handler' | 'error';
+  start: number;
+  end: number;
+}
+
+/**
+ * What the hot path captures for one request: references and a few numbers.
+ * Everything expensive (parsing, redaction, serialisation) is done later, from this.
+ */
+export interface RequestContext {
+  token: string;
+  parent: string | null;
+  /** Epoch milliseconds at arrival. */
+  time: number;
+  /** performance.now() at arrival. */
+  start: number;
+  /** Milliseconds from arrival to the first byte written, the end, or -1 while pending. */
+  ttfb: number;
+  end: number;
+  req: IncomingMessage;
+  res: ServerResponse;
+  logs: LogLine[];
+  spans: Span[];
+  error: unknown;
+  /** Route path and params as they stood when the response finished. */
+  route: string | undefined;
+  params: Record<string, unknown> | undefined;
+  bodyChunks: (Buffer | string)[];
+  bodyKept: number;
+  bodySize: number;
+  rss: number;
+  aborted: boolean;
+  /** Read when the response finishes: once the client hangs up, the socket no longer knows. */
+  remoteAddress: string | undefined;
+}
+
+export const requestStore = new AsyncLocalStorage<RequestContext>();
+
+export const currentContext = (): RequestContext | undefined => requestStore.getStore();

@@ -1,0 +1,28 @@
+import { customAlphabet } from 'nanoid';
+
+export const TOKEN_PATTERN = /^[0-9a-f]{6,32}$/;
+
+export const isToken = (value: unknown): value is string => typeof value === 'string' && TOKEN_PATTERN.test(value);
+
+/**
+ * Draws tokens that are not in use. 16^6 tokens meet the birthday bound after a few thousand
+ * requests, so every draw is checked against the tokens waiting to be written and those stored,
+ * and redrawn on a hit. After many hits in a row (a nearly full space) the token grows by one
+ * character rather than loop forever.
+ */
+export function tokenSource(length: number, inUse: (token: string) => boolean): () => string {
+  const draws = new Map<number, () => string>();
+  const draw = (n: number) => {
+    let fn = draws.get(n);
+    if (!fn) draws.set(n, (fn = customAlphabet('0123456789abcdef', n)));
+    return fn();
+  };
+  return () => {
+    let n = length;
+    for (let attempt = 0; ; attempt++) {
+      const token = draw(n);
+      if (!inUse(token)) return token;
+      if (attempt % 16 === 15 && n < 32) n++;
+    }
+  };
+}

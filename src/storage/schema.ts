@@ -1,0 +1,44 @@
+import type Database from 'better-sqlite3';
+
+/**
+ * Migrations, applied in order to reach PRAGMA user_version = MIGRATIONS.length. Append, never edit:
+ * a file written by an older version upgrades by running the ones it lacks.
+ */
+const MIGRATIONS: string[] = [
+  `CREATE TABLE profiles (
+     id INTEGER PRIMARY KEY,
+     token TEXT NOT NULL UNIQUE,
+     parent TEXT,
+     ip TEXT NOT NULL,
+     method TEXT NOT NULL,
+     url TEXT NOT NULL,
+     status INTEGER NOT NULL,
+     time INTEGER NOT NULL,
+     duration REAL NOT NULL,
+     type TEXT NOT NULL DEFAULT 'request'
+   );
+   CREATE INDEX profiles_time ON profiles (time);
+   -- Panel data lives apart so that list and search scans read only the small index rows.
+   CREATE TABLE profile_data (
+     id INTEGER PRIMARY KEY,
+     encoding INTEGER NOT NULL,
+     data BLOB NOT NULL
+   );
+   CREATE TRIGGER profiles_delete AFTER DELETE ON profiles BEGIN
+     DELETE FROM profile_data WHERE id = old.id;
+   END;`,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+export function migrate(db: Database.Database): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > SCHEMA_VERSION) {
+    throw new Error(`profiler database has schema version ${current}, newer than this version knows (${SCHEMA_VERSION})`);
+  }
+  if (current === SCHEMA_VERSION) return;
+  db.transaction(() => {
+    for (let v = current; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v]);
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  }).immediate();
+}

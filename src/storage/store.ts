@@ -1,0 +1,197 @@
+import Database from 'better-sqlite3';
+import { mkdirSync, renameSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import type { Profile, ProfileSummary } from './profile.js';
+import { migrate } from './schema.js';
+
+export interface SearchFilter {
+  ip?: string;
+  method?: string;
+  status?: number;
+  /** Substring of the URL. */
+  url?: string;
+  /** Epoch milliseconds, inclusive. */
+  from?: number;
+  to?: number;
+  type?: string;
+  /** Only profiles recorded before this one (paging to older results). */
+  before?: string;
+  limit: number;
+}
+
+export interface StoreStats {
+  profiles: number;
+  oldest: number | null;
+  newest: number | null;
+  bytes: number;
+  file: string;
+}
+
+const ENCODING_JSON = 0;
+const ENCODING_DEFLATE = 1;
+/** Below this, deflate's header and CPU cost more than they save. */
+const COMPRESS_FROM = 1024;
+const PRUNE_CHUNK = 500;
+
+const SUMMARY_COLUMNS = 'token, parent, ip, method, url, status, time, duration, type';
+
+/** A SQLite error that means the file is not a database we can use: move it aside and start anew. */
+export const isCorruption = (err: unknown): boolean =>
+  /^SQLITE_(CORRUPT|NOTADB)/.test(String((err as { code?: unknown })?.code ?? ''));
+
+/**
+ * The profiles in SQLite: an index table for lists and search, the panel data (JSON, deflated
+ * when that pays) in a table of its own. All calls are synchronous, as better-sqlite3 is; callers
+ * keep them off the request path.
+ */
+export class ProfileStore {
+  readonly db: Database.Database;
+  readonly file: string;
+  private readonly stmts;
+
+  private constructor(file: string, db: Database.Database) {
+    this.file = file;
+    this.db = db;
+    this.stmts = {
+      has: db.prepare('SELECT 1 FROM profiles WHERE token = ?').pluck(),
+      insert: db.prepare(`INSERT INTO profiles (${SUMMARY_COLUMNS}) VALUES (@token, @parent, @ip, @method, @url, @status, @time, @duration, @type)`),
+      insertData: db.prepare('INSERT INTO profile_data (id, encoding, data) VALUES (?, ?, ?)'),
+      read: db.prepare(`SELECT p.id, ${SUMMARY_COLUMNS}, d.encoding, d.data FROM profiles p LEFT JOIN profile_data d ON d.id = p.id WHERE p.token = ?`),
+      idOf: db.prepare('SELECT id FROM profiles WHERE token = ?').pluck(),
+      latest: db.prepare(`SELECT token FROM profiles WHERE type = ? ORDER BY id DESC LIMIT 1`).pluck(),
+      pruneAge: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE time < ? ORDER BY id LIMIT ${PRUNE_CHUNK})`),
+      cutoff: db.prepare('SELECT id FROM profiles ORDER BY id DESC LIMIT 1 OFFSET ?').pluck(),
+      pruneCount: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE id <= ? ORDER BY id LIMIT ${PRUNE_CHUNK})`),
+    };
+  }
+
+  /** Open (creating and migrating) the file; a file that is not a database is moved aside first. */
+  static open(file: string): ProfileStore {
+    if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
+    try {
+      return ProfileStore.openAs(file);
+    } catch (err) {
+      if (!isCorruption(err) || file === ':memory:') throw err;
+      ProfileStore.moveAside(file);
+      return ProfileStore.openAs(file);
+    }
+  }
+
+  /** Rename a corrupt file (and its WAL companions) out of the way; returns the new name. */
+  static moveAside(file: string): string {
+    const aside = `${file}.corrupt-${Date.now()}`;
+    for (const suffix of ['', '-wal', '-shm']) {
+      if (existsSync(file + suffix)) renameSync(file + suffix, aside + suffix);
+    }
+    return aside;
+  }
+
+  private static openAs(file: string): ProfileStore {
+    const db = new Database(file);
+    try {
+      // A short wait: a lock held by another process must never stall the app's event loop for long.
+      db.pragma('busy_timeout = 50');
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+      migrate(db);
+      db.prepare('SELECT count(*) FROM profiles').get();
+      return new ProfileStore(file, db);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  }
+
+  has(token: string): boolean {
+    return this.stmts.has.get(token) !== undefined;
+  }
+
+  /** Write a batch in one transaction. A token taken meanwhile by another process is given one more character. */
+  insert(profiles: Profile[]): void {
+    this.db.transaction((batch: Profile[]) => {
+      for (const profile of batch) {
+        const { collectors, collectorErrors, ...summary } = profile;
+        while (this.has(summary.token) && summary.token.length < 32) summary.token += '0';
+        const { lastInsertRowid } = this.stmts.insert.run(summary);
+        const [encoding, data] = encode(JSON.stringify({ collectors, collectorErrors }));
+        this.stmts.insertData.run(lastInsertRowid, encoding, data);
+      }
+    }).immediate(profiles);
+  }
+
+  read(token: string): Profile | undefined {
+    const row = this.stmts.read.get(token) as (ProfileSummary & { id: number; encoding: number | null; data: Buffer | string | null }) | undefined;
+    if (!row) return undefined;
+    const { id: _id, encoding, data, ...summary } = row;
+    const body = data == null ? { collectors: {} } : (JSON.parse(decode(encoding!, data)) as Pick<Profile, 'collectors' | 'collectorErrors'>);
+    return { ...summary, collectors: body.collectors ?? {}, ...(body.collectorErrors ? { collectorErrors: body.collectorErrors } : {}) };
+  }
+
+  latest(type = 'request'): string | undefined {
+    return this.stmts.latest.get(type) as string | undefined;
+  }
+
+  find(filter: SearchFilter): ProfileSummary[] {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    const add = (sql: string, value: unknown) => {
+      where.push(sql);
+      args.push(value);
+    };
+    if (filter.ip) add('ip = ?', filter.ip);
+    if (filter.method) add('method = ?', filter.method.toUpperCase());
+    if (filter.status !== undefined) add('status = ?', filter.status);
+    if (filter.url) add("url LIKE ? ESCAPE '\\'", `%${filter.url.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+    if (filter.from !== undefined) add('time >= ?', filter.from);
+    if (filter.to !== undefined) add('time <= ?', filter.to);
+    if (filter.type) add('type = ?', filter.type);
+    if (filter.before) {
+      const id = this.stmts.idOf.get(filter.before);
+      if (id !== undefined) add('id < ?', id);
+    }
+    const sql = `SELECT ${SUMMARY_COLUMNS} FROM profiles ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
+    return this.db.prepare(sql).all(...args, filter.limit) as ProfileSummary[];
+  }
+
+  /**
+   * One bounded step of retention: at most PRUNE_CHUNK rows for age and as many for count.
+   * Returns how many rows went, so a caller can schedule another step while there is more to do.
+   */
+  prune(maxProfiles: number, maxAge: number, now = Date.now()): number {
+    let removed = this.stmts.pruneAge.run(now - maxAge).changes;
+    const cutoff = this.stmts.cutoff.get(maxProfiles) as number | undefined;
+    if (cutoff !== undefined) removed += this.stmts.pruneCount.run(cutoff).changes;
+    return removed;
+  }
+
+  /** Delete profiles older than `before` (epoch ms), or all of them. Returns how many went. */
+  purge(before?: number): number {
+    const changes = before === undefined
+      ? this.db.prepare('DELETE FROM profiles').run().changes
+      : this.db.prepare('DELETE FROM profiles WHERE time < ?').run(before).changes;
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    return changes;
+  }
+
+  stats(): StoreStats {
+    const row = this.db.prepare('SELECT count(*) AS profiles, min(time) AS oldest, max(time) AS newest FROM profiles').get() as Omit<StoreStats, 'bytes' | 'file'>;
+    const pages = this.db.pragma('page_count', { simple: true }) as number;
+    const size = this.db.pragma('page_size', { simple: true }) as number;
+    return { ...row, bytes: pages * size, file: this.file };
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
+
+function encode(json: string): [number, string | Buffer] {
+  if (json.length < COMPRESS_FROM) return [ENCODING_JSON, json];
+  return [ENCODING_DEFLATE, deflateRawSync(json, { level: 1 })];
+}
+
+function decode(encoding: number, data: Buffer | string): string {
+  if (encoding === ENCODING_DEFLATE) return inflateRawSync(data as Buffer).toString('utf8');
+  return typeof data === 'string' ? data : data.toString('utf8');
+}

@@ -1,0 +1,46 @@
+import Database from 'better-sqlite3';
+import type { Express } from 'express';
+import { mkdtempSync } from 'node:fs';
+import type { AddressInfo, Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { inflateRawSync } from 'node:zlib';
+
+export interface Running {
+  url: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+/** Start an app on a free port of 127.0.0.1. */
+export async function listen(app: Express | ((req: any, res: any) => void)): Promise<Running> {
+  const { createServer } = await import('node:http');
+  const server = createServer(app as never);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    server,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections?.();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+export const tempDir = (): string => mkdtempSync(path.join(tmpdir(), 'wp-test-'));
+export const tempDb = (): string => path.join(tempDir(), 'profiler.sqlite');
+
+/** The stored rows, read straight from the SQLite file as another process would. */
+export function readRows(file: string): Array<{ token: string; method: string; url: string; status: number; ip: string; duration: number; type: string; collectors: Record<string, any>; collectorErrors?: Record<string, string> }> {
+  const db = new Database(file, { readonly: true });
+  try {
+    const rows = db.prepare('SELECT p.*, d.encoding, d.data FROM profiles p JOIN profile_data d ON d.id = p.id ORDER BY p.id').all() as any[];
+    return rows.map(({ encoding, data, ...row }) => ({
+      ...row,
+      ...JSON.parse(encoding === 1 ? inflateRawSync(data).toString('utf8') : String(data)),
+    }));
+  } finally {
+    db.close();
+  }
+}

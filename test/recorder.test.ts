@@ -1,0 +1,281 @@
+import express from 'express';
+import express4 from 'express4';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { logger, webProfiler, type ProfilerOptions } from '../src/index.js';
+import { tokenSource } from '../src/recording/token.js';
+import { listen, readRows, tempDb, tempDir, type Running } from './helpers.js';
+
+const running: Running[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((r) => r.close()));
+});
+
+/** A small app with the profiler mounted the documented way. */
+async function start(options: ProfilerOptions = {}, lib: typeof express = express) {
+  const database = options.database ?? tempDb();
+  const errors: string[] = [];
+  const profiler = webProfiler({ database, onError: (m) => errors.push(m), ...options });
+  const app = lib();
+  app.use(profiler);
+  app.use(lib.json({ limit: '20mb' }));
+  app.use(lib.raw({ type: 'application/octet-stream', limit: '20mb' }));
+  app.get('/hello', (req, res) => {
+    req.log.info('saying hello', { who: 'world' });
+    res.json({ hello: 'world' });
+  });
+  app.post('/users/:id', (req, res) => {
+    logger.warn('updating user', { id: req.params.id, password: 'hunter2' });
+    console.log('console line for %s', req.params.id);
+    res.status(201).cookie('session', 'set-cookie-secret').json({ ok: true, token: 'response-token-secret' });
+  });
+  app.post('/upload', (req, res) => res.json({ size: (req.body as Buffer).length }));
+  app.get('/fail', (_req, _res, next) => next(new Error('the database is gone')));
+  app.get('/robots', (_req, res) => res.set('X-Robots-Tag', 'all').send('ok'));
+  app.use(profiler.notFound);
+  app.use(profiler.errorHandler);
+  // Express's own final handler answers what no route took.
+  const server = await listen(app);
+  running.push(server);
+  return { ...server, profiler, database, errors };
+}
+
+describe('recorder: headers', () => {
+  it('announces the token, its profile link and noindex on every response', async () => {
+    const { url } = await start();
+    for (const path of ['/hello', '/nowhere', '/fail']) {
+      const res = await fetch(url + path);
+      const token = res.headers.get('x-debug-token');
+      expect(token).toMatch(/^[0-9a-f]{6}$/);
+      expect(res.headers.get('x-debug-token-link')).toBe(`${url}/_profiler/${token}`);
+      expect(res.headers.get('x-robots-tag')).toBe('noindex');
+    }
+  });
+
+  it("keeps the app's own X-Robots-Tag", async () => {
+    const { url } = await start();
+    expect((await fetch(`${url}/robots`)).headers.get('x-robots-tag')).toBe('all');
+  });
+
+  it('records without debug mode, and then sends no X-Robots-Tag', async () => {
+    const { url } = await start({ debug: false });
+    const res = await fetch(`${url}/hello`);
+    expect(res.headers.get('x-debug-token')).toMatch(/^[0-9a-f]{6}$/);
+    expect(res.headers.get('x-robots-tag')).toBeNull();
+  });
+
+  it('honours a longer token length', async () => {
+    const { url } = await start({ tokenLength: 12 });
+    expect((await fetch(`${url}/hello`)).headers.get('x-debug-token')).toMatch(/^[0-9a-f]{12}$/);
+  });
+
+  it('is silent when disabled: no token, no file written', async () => {
+    const database = path.join(tempDir(), 'never.sqlite');
+    const { url } = await start({ enabled: false, debug: false, database });
+    const res = await fetch(`${url}/hello`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-debug-token')).toBeNull();
+    expect(() => readFileSync(database)).toThrow();
+  });
+});
+
+describe('recorder: the stored profile', () => {
+  it('stores index columns and every panel as JSON', async () => {
+    const { url, profiler, database } = await start();
+    const res = await fetch(`${url}/users/42?page=2`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie: 'theme=dark' },
+      body: JSON.stringify({ name: 'Ada' }),
+    });
+    expect(res.status).toBe(201);
+    const token = res.headers.get('x-debug-token')!;
+    profiler.flush();
+    const [row] = readRows(database).filter((r) => r.token === token);
+    expect(row).toMatchObject({ method: 'POST', url: `${url}/users/42?page=2`, status: 201, ip: '127.0.0.1', type: 'request' });
+    expect(row.duration).toBeGreaterThan(0);
+    const c = row.collectors;
+    expect(c.request.query).toEqual({ page: '2' });
+    expect(c.request.body).toMatchObject({ kind: 'json', json: { name: 'Ada' } });
+    expect(c.request.params).toEqual({ id: '42' });
+    expect(Object.keys(c.request.cookies)).toEqual(['theme']);
+    expect(c.response.status).toBe(201);
+    expect(c.response.body.kind).toBe('json');
+    expect(c.routing).toMatchObject({ route: '/users/:id', params: { id: '42' } });
+    expect(c.logs.lines.map((l: any) => [l.level, l.message, l.channel])).toEqual([
+      ['warn', 'updating user', 'app'],
+      ['info', 'console line for 42', 'console'],
+    ]);
+    expect(c.performance.total).toBeGreaterThan(0);
+    expect(c.performance.spans.map((s: any) => s.name)).toEqual(expect.arrayContaining(['jsonParser', 'route POST /users/:id']));
+    expect(c.config).toMatchObject({ node: process.version, express: expect.stringMatching(/^5\./), debug: true });
+    expect(c.exception).toBeUndefined();
+  });
+
+  it('records the exception of a request that failed', async () => {
+    const { url, profiler, database } = await start();
+    const token = (await fetch(`${url}/fail`)).headers.get('x-debug-token');
+    profiler.flush();
+    const row = readRows(database).find((r) => r.token === token)!;
+    expect(row.status).toBe(500);
+    const [thrown] = row.collectors.exception.chain;
+    expect(thrown).toMatchObject({ class: 'Error', message: 'the database is gone', status: 500 });
+    const appFrame = thrown.frames.find((f: any) => f.kind === 'app');
+    expect(appFrame.file).toContain('recorder.test.ts');
+    expect(appFrame.excerpt.lines.join('\n')).toContain("next(new Error('the database is gone'))");
+  });
+
+  it("does not record the profiler's own pages", async () => {
+    const { url, profiler, database } = await start();
+    await fetch(`${url}/_profiler/abcdef`);
+    await fetch(`${url}/_wdt/abcdef`);
+    await fetch(`${url}/hello`);
+    profiler.flush();
+    expect(readRows(database).map((r) => new URL(r.url).pathname)).toEqual(['/hello']);
+  });
+
+  it('writes after the response, in batches', async () => {
+    const { url, profiler, database } = await start({ flushInterval: 60_000 });
+    await Promise.all(Array.from({ length: 20 }, () => fetch(`${url}/hello`)));
+    expect(readRows(database)).toHaveLength(0);
+    expect(profiler.flush()).toBe(20);
+    expect(readRows(database)).toHaveLength(20);
+  });
+
+  it('works the same on Express 4', async () => {
+    const { url, profiler, database } = await start({}, express4 as unknown as typeof express);
+    const res = await fetch(`${url}/users/7`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a":1}' });
+    expect(res.status).toBe(201);
+    profiler.flush();
+    const [row] = readRows(database);
+    expect(row.token).toBe(res.headers.get('x-debug-token'));
+    expect(row.collectors.routing.route).toBe('/users/:id');
+    expect(row.collectors.config.express).toMatch(/^\d+\./);
+    expect(row.collectors.logs.lines).toHaveLength(2);
+  });
+});
+
+describe('recorder: secrets and bodies', () => {
+  it('never writes credentials to the SQLite file', async () => {
+    const { url, profiler, database } = await start({ redactKeys: ['password', 'token', 'cookie', 'secret', 'ssn'] });
+    await fetch(`${url}/users/1?token=query-token-secret&ssn=123-45-6789`, {
+      method: 'POST',
+      headers: {
+        authorization: 'Bearer header-bearer-secret',
+        'proxy-authorization': 'Basic cHJveHktc2VjcmV0',
+        cookie: 'sid=cookie-value-secret; theme=dark-cookie-secret',
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ user: 'ada', password: 'body-password-secret', nested: { client_secret: 'nested-secret' } }),
+    });
+    profiler.close();
+    const bytes = readFileSync(database).toString('latin1') + readWal(database);
+    for (const secret of ['header-bearer-secret', 'cHJveHktc2VjcmV0', 'cookie-value-secret', 'dark-cookie-secret', 'body-password-secret',
+      'nested-secret', 'query-token-secret', '123-45-6789', 'hunter2', 'set-cookie-secret', 'response-token-secret']) {
+      expect(bytes, secret).not.toContain(secret);
+    }
+    const [row] = readRows(database);
+    expect(row.collectors.request.headers.authorization).toBe('Bearer [redacted]');
+    expect(row.collectors.request.body.json).toEqual({ user: 'ada', password: '[redacted]', nested: { client_secret: '[redacted]' } });
+    expect(row.url).toContain('token=[redacted]');
+    expect(row.collectors.response.headers['set-cookie'][0]).toMatch(/^session=\[redacted\]; Path=\//);
+  });
+
+  it('keeps bodies up to the limit, marked truncated beyond it', async () => {
+    const { url, profiler, database } = await start({ bodyLimit: 1024 });
+    const big = { text: 'x'.repeat(5000) };
+    await fetch(`${url}/users/1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(big) });
+    profiler.flush();
+    const { body } = readRows(database)[0].collectors.request;
+    expect(body).toMatchObject({ kind: 'text', truncated: true, size: JSON.stringify(big).length });
+    expect(body.text.length).toBe(1024);
+  });
+
+  it('describes binary bodies without storing their bytes', async () => {
+    const { url, profiler, database } = await start();
+    const bytes = Buffer.alloc(200_000, 0);
+    bytes.write('MARKER-IN-BINARY', 100);
+    const res = await fetch(`${url}/upload`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: bytes });
+    expect(await res.json()).toEqual({ size: 200_000 });
+    profiler.close();
+    expect(readRows(database)[0].collectors.request.body).toEqual({ size: 200_000, contentType: 'application/octet-stream', kind: 'binary', truncated: false });
+    expect(readFileSync(database).toString('latin1')).not.toContain('MARKER-IN-BINARY');
+  });
+});
+
+describe('recorder: failures stay inside the profiler', () => {
+  it('a collector that throws costs only its own panel', async () => {
+    const { url, profiler, database, errors } = await start({
+      collectors: [{ id: 'broken', title: 'Broken', collect: () => { throw new Error('collector exploded'); } }],
+    });
+    const res = await fetch(`${url}/hello`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ hello: 'world' });
+    await fetch(`${url}/hello`);
+    profiler.flush();
+    const rows = readRows(database);
+    expect(rows).toHaveLength(2);
+    expect(rows[0].collectorErrors).toEqual({ broken: 'collector exploded' });
+    expect(rows[0].collectors.request.method).toBe('GET');
+    expect(errors).toEqual(['collector "broken" failed: collector exploded', 'collector "broken" failed: collector exploded']);
+  });
+
+  it('an unwritable storage path: the app serves, the profiler says so', async () => {
+    const blocker = path.join(tempDir(), 'a-file');
+    writeFileSync(blocker, 'not a directory');
+    const { url, profiler, errors } = await start({ database: path.join(blocker, 'profiler.sqlite') });
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(`${url}/hello`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ hello: 'world' });
+      expect(res.headers.get('x-debug-token')).toMatch(/^[0-9a-f]{6}$/);
+    }
+    expect(profiler.flush()).toBe(0);
+    expect(errors.length).toBeGreaterThan(0);
+    expect(errors[0]).toMatch(/cannot open profiler storage .*a-file\/profiler\.sqlite/);
+    expect(profiler.store()).toBeUndefined();
+  });
+});
+
+describe('tokens', () => {
+  it('redraws a token that is in use, never returning it', () => {
+    const taken = new Set<string>();
+    const next = tokenSource(6, (t) => taken.has(t));
+    for (let i = 0; i < 5000; i++) {
+      const t = next();
+      expect(taken.has(t)).toBe(false);
+      taken.add(t);
+    }
+    // With every 6-character token "taken", the source grows the token instead of looping.
+    const full = tokenSource(6, (t) => t.length === 6);
+    expect(full()).toMatch(/^[0-9a-f]{7}$/);
+  });
+
+  it('50,000 sequential requests give 50,000 distinct stored profiles', async () => {
+    const { url, profiler, database } = await start({ maxProfiles: 100_000 });
+    const { Agent, request } = await import('node:http');
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const seen = new Set<string>();
+    const get = () => new Promise<string>((resolve, reject) => {
+      request(`${url}/hello`, { agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(String(res.headers['x-debug-token'])));
+      }).on('error', reject).end();
+    });
+    for (let i = 0; i < 50_000; i++) seen.add(await get());
+    agent.destroy();
+    profiler.flush();
+    expect(seen.size).toBe(50_000);
+    const rows = readRows(database);
+    expect(rows).toHaveLength(50_000);
+    expect(new Set(rows.map((r) => r.token))).toEqual(seen);
+  }, 180_000);
+});
+
+function readWal(file: string): string {
+  try {
+    return readFileSync(`${file}-wal`).toString('latin1');
+  } catch {
+    return '';
+  }
+}
