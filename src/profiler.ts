@@ -3,7 +3,9 @@ import { buildProfile } from './collectors/build.js';
 import { resolveOptions, type ProfilerOptions, type ResolvedOptions } from './options.js';
 import type { RequestContext } from './recording/context.js';
 import { captureConsole, logger } from './recording/logger.js';
-import { contextOf, recorder } from './recording/recorder.js';
+import { recorder } from './recording/recorder.js';
+import { errorHandler } from './errors/error-handler.js';
+import { notFound } from './errors/not-found.js';
 import { tokenSource } from './recording/token.js';
 import { WriteQueue } from './storage/queue.js';
 import type { ProfileStore } from './storage/store.js';
@@ -53,17 +55,9 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     next();
   } as WebProfiler;
 
-  const notFound: RequestHandler = (_req, _res, next) => next();
-
-  const errorHandler: ErrorRequestHandler = (err, _req, res, next) => {
-    const ctx = contextOf(res);
-    if (ctx && ctx.error === undefined) ctx.error = err;
-    next(err);
-  };
-
   return Object.assign(middleware, {
-    notFound,
-    errorHandler,
+    notFound: notFound(),
+    errorHandler: errorHandler(options),
     options,
     store: () => queue?.open(),
     flush: () => queue?.flush() ?? 0,

@@ -112,9 +112,13 @@ const toPath = (file: string) => {
   return file;
 };
 
+/** The profiler's own code is a library to its users, wherever it is installed from. */
+const OWN_CODE = ['src', 'dist'].map((dir) => fileURLToPath(new URL(`../../${dir}/`, import.meta.url)));
+const isOwnCode = (file: string) => OWN_CODE.some((dir) => file.startsWith(dir)) && !/[\\/]demo[\\/]/.test(file);
+
 const kindOf = (file: string): FrameInfo['kind'] => {
   if (file.startsWith('node:') || file.startsWith('internal/') || !/[\\/]/.test(file)) return 'internal';
-  if (/[\\/]node_modules[\\/]/.test(file)) return 'vendor';
+  if (/[\\/]node_modules[\\/]/.test(file) || isOwnCode(toPath(file))) return 'vendor';
   return 'app';
 };
 

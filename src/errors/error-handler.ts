@@ -1,0 +1,146 @@
+import type { ErrorRequestHandler, Request, Response } from 'express';
+import { STATUS_CODES } from 'node:http';
+import { logs as logsCollector } from '../collectors/logs.js';
+import type { ResolvedOptions } from '../options.js';
+import type { RequestContext } from '../recording/context.js';
+import { addLine } from '../recording/logger.js';
+import { contextOf } from '../recording/recorder.js';
+import { render, sendPage } from '../web/views.js';
+import { describeException, statusOf, type ExceptionData } from './describe.js';
+import { HttpError } from './http-error.js';
+
+type Format = 'html' | 'json' | 'text';
+
+/**
+ * curl and fetch send Accept: *\/* and get text; browsers name text/html; API clients name JSON.
+ * Express's req.accepts() would pick the first offer for *\/*, which is why this is spelled out.
+ */
+export function preferredFormat(req: Request): Format {
+  const accept = req.headers.accept;
+  if (!accept || /^\s*\*\/\*\s*(;[^,]*)?$/.test(accept)) return 'text';
+  const best = req.accepts(['html', 'json', 'text']);
+  return best === 'html' || best === 'json' ? best : 'text';
+}
+
+export function errorHandler(options: ResolvedOptions): ErrorRequestHandler {
+  return function errorHandler(err, req, res, next) {
+    const ctx = contextOf(res);
+    if (ctx && ctx.error === undefined) ctx.error = err;
+    // Too late for a page: Express's own handler closes the connection.
+    if (res.headersSent) return next(err);
+    const status = statusOf(err);
+    try {
+      respond(err, status, req, res, ctx, options);
+    } catch (renderError) {
+      options.onError(`the error page failed to render: ${(renderError as Error).message}`);
+      fallback(res, status);
+    }
+  };
+}
+
+function respond(err: unknown, status: number, req: Request, res: Response, ctx: RequestContext | undefined, options: ResolvedOptions): void {
+  const format = preferredFormat(req);
+  res.statusCode = status;
+  res.setHeader('Vary', 'Accept');
+  if (err instanceof HttpError) for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
+  if (!options.debug) return sendProduction(res, status, format);
+
+  const exception = describeException(err);
+  const first = exception.chain[0];
+  if (ctx) addLine(ctx, status >= 500 ? 'error' : 'warn', `Uncaught ${first.class}: "${first.message}"`, undefined, 'app');
+  if (status >= 500) process.stderr.write(`${first.stack || `${first.class}: ${first.message}`}\n`);
+  res.setHeader('X-Debug-Exception', encodeURIComponent(first.message.slice(0, 2000)));
+  const where = first.frames.find((f) => f.kind === 'app') ?? first.frames[0];
+  if (where) res.setHeader('X-Debug-Exception-File', `${encodeURIComponent(where.file)}:${where.line}`);
+
+  const token = ctx?.token;
+  const profilerUrl = token && options.enabled ? `/_profiler/${token}?panel=exception&type=request` : undefined;
+  if (format === 'json') {
+    res.setHeader('Content-Type', 'application/problem+json; charset=utf-8');
+    res.end(JSON.stringify({
+      type: 'about:blank',
+      title: STATUS_CODES[status] ?? 'Error',
+      status,
+      detail: first.message,
+      class: first.class,
+      trace: first.frames.map(({ excerpt: _excerpt, ...frame }) => frame),
+      causes: exception.chain.slice(1).map((e) => ({ class: e.class, message: e.message })),
+      ...(token ? { token, profile: profilerUrl } : {}),
+    }, null, 2));
+    return;
+  }
+  const logs = ctx ? logsCollector.collect(ctx, options) : undefined;
+  if (format === 'text') {
+    res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+    res.end(textReport(exception, req, logs?.lines ?? [], token, profilerUrl));
+    return;
+  }
+  sendPage(res, status, 'errors/debug', {
+    exception,
+    logs,
+    token,
+    profilerUrl,
+    method: req.method,
+    url: safeUrl(req),
+    editorLink: options.editorLink,
+  });
+}
+
+function sendProduction(res: Response, status: number, format: Format): void {
+  const text = STATUS_CODES[status] ?? 'Error';
+  if (format === 'json') {
+    res.setHeader('Content-Type', 'application/problem+json; charset=utf-8');
+    res.end(JSON.stringify({ type: 'about:blank', title: text, status }));
+  } else if (format === 'text') {
+    res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+    res.end(`${status} ${text}\n`);
+  } else {
+    res.setHeader('Content-Type', 'text/html; charset=utf-8');
+    res.end(render('errors/production', { status, text }));
+  }
+}
+
+function textReport(exception: ExceptionData, req: Request, lines: { time: number; level: string; message: string }[], token?: string, profilerUrl?: string): string {
+  const out: string[] = [];
+  exception.chain.forEach((e, i) => {
+    out.push(`${i === 0 ? '' : '\nCaused by: '}${e.class}: ${e.message}${i === 0 ? ` (HTTP ${exception.status} ${STATUS_CODES[exception.status] ?? ''})` : ''}`);
+    const excerptFrame = e.frames.find((f) => f.excerpt);
+    for (const f of e.frames) {
+      out.push(`    at ${f.fn} (${f.file}:${f.line}:${f.column})`);
+      if (f === excerptFrame && f.excerpt) {
+        f.excerpt.lines.forEach((line, k) => {
+          const n = f.excerpt!.start + k;
+          out.push(`${n === f.line ? '  > ' : '    '}${String(n).padStart(5)} | ${line}`);
+        });
+      }
+    }
+  });
+  out.push('', `Request: ${req.method} ${safeUrl(req)}`);
+  if (lines.length > 0) {
+    out.push('', 'Log:');
+    for (const l of lines) out.push(`  ${new Date(l.time).toISOString().slice(11, 23)} ${l.level.toUpperCase().padEnd(5)} ${l.message}`);
+  }
+  if (token) out.push('', `Profile: ${token} ${profilerUrl ?? ''}`.trimEnd());
+  return `${out.join('\n')}\n`;
+}
+
+const safeUrl = (req: Request) => {
+  try {
+    return `${req.protocol}://${req.get('host') ?? 'localhost'}${req.originalUrl}`;
+  } catch {
+    return req.originalUrl;
+  }
+};
+
+/** The last resort: the status and its phrase, nothing that could fail. */
+function fallback(res: Response, status: number): void {
+  try {
+    if (!res.headersSent) {
+      res.statusCode = status;
+      res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+    }
+    res.end(`${status} ${STATUS_CODES[status] ?? 'Error'}\n`);
+  } catch {
+    res.destroy();
+  }
+}

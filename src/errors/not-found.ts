@@ -1,0 +1,39 @@
+import type { Request, RequestHandler } from 'express';
+import { requestUrl } from '../collectors/build.js';
+import { MethodNotAllowedError, NotFoundError } from './http-error.js';
+import { allowedMethods } from './routes.js';
+
+/**
+ * What Symfony's router does on a miss: try the path with its trailing slash toggled (301 for
+ * GET and HEAD), then 405 with Allow when the path exists for other methods, else 404 with
+ * `No route found for "GET http://host/path"`. The error goes on to errorHandler.
+ */
+export function notFound(): RequestHandler {
+  return function notFound(req, res, next) {
+    const path = req.path;
+    const method = req.method;
+    if (method === 'GET' || method === 'HEAD') {
+      const other = path.endsWith('/') ? path.slice(0, -1) : `${path}/`;
+      if (other && isLocalPath(other) && allowedMethods(req.app, other).some((m) => m === method || m === '*')) {
+        const query = req.originalUrl.indexOf('?');
+        const base = (req.baseUrl ?? '') + other;
+        res.redirect(301, query < 0 ? base : base + req.originalUrl.slice(query));
+        return;
+      }
+    }
+    const allowed = allowedMethods(req.app, path);
+    if (allowed.length > 0 && !allowed.includes('*')) {
+      next(new MethodNotAllowedError(`${noRouteMessage(req)}: Method Not Allowed (Allow: ${allowed.join(', ')})`, allowed));
+      return;
+    }
+    next(new NotFoundError(noRouteMessage(req)));
+  };
+}
+
+export function noRouteMessage(req: Request): string {
+  const referer = req.get('referer');
+  return `No route found for "${req.method} ${requestUrl(req, false)}"${referer ? ` (from "${referer}")` : ''}`;
+}
+
+/** A Location of `//host/…` or `/\host/…` would leave the site: never redirect there. */
+const isLocalPath = (path: string) => path.startsWith('/') && !/^\/[\/\\]/.test(path) && !/[\r\n]/.test(path);

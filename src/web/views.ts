@@ -1,0 +1,70 @@
+import { Eta } from 'eta';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** views/ sits beside src/ and dist/ at the package root. */
+export const VIEWS = fileURLToPath(new URL('../../views', import.meta.url));
+
+const eta = new Eta({ views: VIEWS, cache: true, autoEscape: true, autoTrim: false });
+
+const asset = (name: string) => readFileSync(path.join(VIEWS, 'assets', name), 'utf8');
+const assets = { css: asset('style.css'), js: asset('app.js') };
+
+
+export const helpers = {
+  ms: (value: number | undefined) => (value === undefined || value < 0 ? '–' : value >= 100 ? `${Math.round(value)} ms` : `${value.toFixed(1)} ms`),
+  bytes(value: number | undefined) {
+    if (value === undefined) return '–';
+    if (value < 1024) return `${value} B`;
+    if (value < 1024 * 1024) return `${(value / 1024).toFixed(1)} KiB`;
+    return `${(value / 1024 / 1024).toFixed(1)} MiB`;
+  },
+  time: (epoch: number) => new Date(epoch).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC'),
+  ago(epoch: number, now = Date.now()) {
+    const s = Math.round((now - epoch) / 1000);
+    if (s < 60) return `${Math.max(s, 0)} s ago`;
+    if (s < 3600) return `${Math.round(s / 60)} min ago`;
+    if (s < 86400) return `${Math.round(s / 3600)} h ago`;
+    return `${Math.round(s / 86400)} d ago`;
+  },
+  statusClass: (status: number) => (status >= 500 ? 's-server' : status >= 400 ? 's-client' : status >= 300 ? 's-redirect' : 's-ok'),
+  statusText: (status: number) => STATUS_CODES[status] ?? '',
+  json: (value: unknown) => (value === undefined ? '' : JSON.stringify(value, null, 2)),
+  /** Paths under the working directory shown relative to it: shorter, and the same on every machine. */
+  shortPath(file: string) {
+    const cwd = process.cwd() + path.sep;
+    return file.startsWith(cwd) ? file.slice(cwd.length) : file;
+  },
+  /** An editor URL for file:line, when a format is configured ('%f' file, '%l' line). */
+  editorUrl(format: string | undefined, file: string, line: number) {
+    if (!format || !path.isAbsolute(file)) return undefined;
+    return format.replace(/%f/g, encodeURI(file)).replace(/%l/g, String(line));
+  },
+  entries: (value: unknown): [string, unknown][] => (value && typeof value === 'object' ? Object.entries(value) : []),
+  scalar: (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value, null, 2) ?? String(value)),
+};
+
+export type Helpers = typeof helpers;
+
+/** Render a template with the helpers, the inlined assets and a CSP nonce for its scripts. */
+export function render(template: string, data: Record<string, unknown>, nonce = ''): string {
+  return eta.render(template, { ...data, h: helpers, assets, nonce });
+}
+
+/**
+ * Send a page with a Content-Security-Policy that lets only its own inline script run: whatever a
+ * recorded request smuggled into a value is text, and would stay inert even if escaping failed.
+ */
+export function sendPage(res: ServerResponse, status: number, template: string, data: Record<string, unknown>): void {
+  const nonce = randomBytes(16).toString('base64');
+  const html = render(template, data, nonce);
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'text/html; charset=utf-8');
+  res.setHeader('Content-Security-Policy', `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; form-action 'self'; frame-ancestors 'self'; base-uri 'none'`);
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Cache-Control', 'no-store');
+  res.end(html);
+}
