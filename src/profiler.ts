@@ -8,6 +8,8 @@ import { errorHandler } from './errors/error-handler.js';
 import { notFound } from './errors/not-found.js';
 import { tokenSource } from './recording/token.js';
 import { WriteQueue } from './storage/queue.js';
+import { profilerPages } from './web/profiler-pages.js';
+import { withToolbar } from './web/toolbar.js';
 import type { ProfileStore } from './storage/store.js';
 
 export interface WebProfiler extends RequestHandler {
@@ -41,12 +43,22 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
       bodyLimit: options.bodyLimit,
       nextToken: tokenSource(options.tokenLength, (t) => queue.inUse(t)),
       done: (ctx) => queue.push(ctx),
+      inject: options.debug ? withToolbar : undefined,
     });
   }
+  const pages = queue
+    ? profilerPages({
+      options,
+      store: () => {
+        queue.flush();
+        return queue.open();
+      },
+    })
+    : undefined;
 
   const middleware = function webProfilerMiddleware(req: Request, res: Response, next: NextFunction) {
-    if (record) {
-      if (isProfilerPath(req.path)) return next();
+    if (record && pages) {
+      if (isProfilerPath(req.path)) return pages(req, res);
       return record(req, res, next);
     }
     // App code calls req.log whether or not the profiler records: it must exist and cost nothing.

@@ -56,13 +56,15 @@ function wrapLayer(layer: RouterLayer, name: string, kind: Span['kind']): void {
     wrapper = function (this: unknown, err: unknown, req: unknown, res: unknown, next: (e?: unknown) => void) {
       const ctx = currentContext();
       if (!ctx) return fn.call(this, err, req, res, next);
-      return fn.call(this, err, req, res, closeOnNext(ctx, open(ctx, name, 'error'), next));
+      const span = open(ctx, name, 'error');
+      return settle(ctx, span, () => fn.call(this, err, req, res, closeOnNext(ctx, span, next)));
     };
   } else {
     wrapper = function (this: unknown, req: unknown, res: unknown, next: (e?: unknown) => void) {
       const ctx = currentContext();
       if (!ctx) return fn.call(this, req, res, next);
-      return fn.call(this, req, res, closeOnNext(ctx, open(ctx, name, kind), next));
+      const span = open(ctx, name, kind);
+      return settle(ctx, span, () => fn.call(this, req, res, closeOnNext(ctx, span, next)));
     };
   }
   // Routers are functions with properties (stack, params...) that Express reads back.
@@ -76,6 +78,24 @@ function open(ctx: RequestContext, name: string, kind: Span['kind']): Span {
   const span: Span = { name, kind, start: performance.now() - ctx.start, end: -1 };
   ctx.spans.push(span);
   return span;
+}
+
+/**
+ * A handler that throws, or whose promise rejects, ends there: Express catches it and calls the
+ * router's own next, not the one we handed in.
+ */
+function settle(ctx: RequestContext, span: Span, call: () => unknown): unknown {
+  const end = () => {
+    if (span.end < 0) span.end = performance.now() - ctx.start;
+  };
+  try {
+    const result = call();
+    if (result && typeof (result as Promise<unknown>).then === 'function') (result as Promise<unknown>).then(undefined, end);
+    return result;
+  } catch (err) {
+    end();
+    throw err;
+  }
 }
 
 /** A layer ends when it hands on; one that answers ends when the response does (see the recorder). */

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { requestStore, type RequestContext } from './context.js';
 import { instrumentStack, routerStack } from './layers.js';
@@ -18,6 +18,8 @@ export interface RecorderDeps {
   nextToken: () => string;
   /** Hands a finished request to storage; called once per request, after the response. */
   done: (ctx: RequestContext) => void;
+  /** The final body with the toolbar in it, or undefined to send it as it is. */
+  inject?: (req: IncomingMessage, res: ServerResponse, token: string, chunk: unknown, encoding: unknown) => Buffer | undefined;
 }
 
 /** The context of a response being recorded, for the error pages and the toolbar. */
@@ -28,7 +30,7 @@ export const contextOf = (res: ServerResponse): RequestContext | undefined => (r
  * holds references, and everything that costs (collecting, redacting, serialising) runs later.
  */
 export function recorder(deps: RecorderDeps) {
-  const { debug, bodyLimit, nextToken, done } = deps;
+  const { debug, bodyLimit, nextToken, done, inject } = deps;
 
   function finish(this: Tracked) {
     const ctx = this[kContext];
@@ -72,8 +74,10 @@ export function recorder(deps: RecorderDeps) {
   }
   function end(this: Tracked, chunk?: unknown, encoding?: unknown, cb?: unknown) {
     const ctx = this[kContext]!;
-    stamp(this, ctx);
     keep(ctx, chunk, encoding);
+    const injected = inject && chunk != null && typeof chunk !== 'function' ? inject(ctx.req, this, ctx.token, chunk, encoding) : undefined;
+    stamp(this, ctx);
+    if (injected) return this[kEnd].call(this, injected, typeof encoding === 'function' ? encoding : cb);
     return this[kEnd].call(this, chunk, encoding, cb);
   }
 

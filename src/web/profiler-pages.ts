@@ -1,0 +1,199 @@
+import type { Request, Response } from 'express';
+import type { Collector } from '../collectors/collector.js';
+import { routeTable } from '../errors/routes.js';
+import type { ResolvedOptions } from '../options.js';
+import { isToken } from '../recording/token.js';
+import type { Profile } from '../storage/profile.js';
+import type { ProfileStore } from '../storage/store.js';
+import { checkAccess, rememberSecret } from './access.js';
+import { parseSearch } from './search-params.js';
+import { renderToolbar } from './toolbar.js';
+import { sendPage } from './views.js';
+
+export interface PagesDeps {
+  options: ResolvedOptions;
+  /** The store, after writing whatever waits: a profile asked for right after its request is there. */
+  store(): ProfileStore | undefined;
+}
+
+/** Panels that have a view of their own; any other (a user's collector) is shown as data. */
+const VIEWS = new Set(['request', 'response', 'exception', 'logs', 'performance', 'routing', 'config']);
+
+const wantsJson = (req: Request) => {
+  const accept = req.headers.accept ?? '';
+  return /json/i.test(accept) && req.accepts(['html', 'json']) === 'json';
+};
+
+/**
+ * The profiler's pages: /_profiler (301), /_profiler/ (latest), /_profiler/search, /_profiler/latest,
+ * /_profiler/<token>?panel=, and /_wdt/<token>. Each HTML page has a JSON twin (Accept: application/json).
+ */
+export function profilerPages(deps: PagesDeps) {
+  const { options } = deps;
+
+  function fail(req: Request, res: Response, status: number, title: string, message: string, extra: Record<string, unknown> = {}) {
+    if (wantsJson(req)) {
+      res.status(status).json({ status, title, detail: message, ...extra });
+      return;
+    }
+    sendPage(res, status, 'profiler/message', { title, message, ...extra });
+  }
+
+  function withStore(req: Request, res: Response): ProfileStore | undefined {
+    const store = deps.store();
+    if (!store) fail(req, res, 503, 'Storage unavailable', 'The profiler cannot open its storage right now; the application keeps serving. Its log says why.');
+    return store;
+  }
+
+  function list(req: Request, res: Response, mode: 'list' | 'search') {
+    const parsed = parseSearch(req, mode === 'list' ? 50 : 50);
+    if (!parsed.ok) return fail(req, res, 400, 'Invalid search', parsed.error, { nav: mode });
+    const store = withStore(req, res);
+    if (!store) return;
+    const { filter, form } = parsed;
+    // One more than asked tells whether an older page exists.
+    const rows = store.find({ ...filter, limit: filter.limit + 1 });
+    const more = rows.length > filter.limit;
+    if (more) rows.pop();
+    const older = more ? `?${new URLSearchParams({ ...form, before: rows[rows.length - 1].token })}` : undefined;
+    if (wantsJson(req)) {
+      res.json({ profiles: rows, filter: form, next: older ? `${req.baseUrl}${req.path}${older}` : null });
+      return;
+    }
+    sendPage(res, 200, 'profiler/list', { title: mode === 'list' ? 'Latest requests' : 'Search', nav: mode, rows, form, older, mode, paged: Boolean(filter.before) });
+  }
+
+  function profilePage(req: Request, res: Response, token: string) {
+    const store = withStore(req, res);
+    if (!store) return;
+    const profile = store.read(token);
+    if (!profile) {
+      return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}". It may have been pruned, or recorded by another server.`, { token });
+    }
+    const panels = menuOf(profile, options.collectors);
+    const asked = req.query.panel;
+    const panelId = typeof asked === 'string' && asked !== '' ? asked : profile.collectors.exception ? 'exception' : 'request';
+    const panel = panels.find((p) => p.id === panelId);
+    if (!panel) {
+      return fail(req, res, 404, 'Unknown panel', `There is no panel "${String(asked)}". Available panels: ${panels.map((p) => p.id).join(', ')}.`, { panels: panels.map((p) => p.id), token });
+    }
+    if (wantsJson(req)) {
+      res.json(req.query.panel ? { token, panel: panelId, data: profile.collectors[panelId] ?? null } : profile);
+      return;
+    }
+    const data = profile.collectors[panelId];
+    const routes = panelId === 'routing' && data ? routeTable(req.app, (data as { path: string }).path) : undefined;
+    sendPage(res, 200, 'profiler/profile', {
+      title: `${profile.method} ${profile.url} · ${token}`,
+      profile,
+      panels,
+      panel,
+      data,
+      view: VIEWS.has(panelId) ? panelId : 'generic',
+      error: profile.collectorErrors?.[panelId],
+      routes,
+      editorLink: options.editorLink,
+    });
+  }
+
+  return function profilerRoutes(req: Request, res: Response) {
+    res.setHeader('X-Robots-Tag', 'noindex');
+    const verdict = checkAccess(req, options);
+    if (!verdict.ok) return fail(req, res, 403, 'Access denied', verdict.reason);
+    rememberSecret(req, res, options);
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('Allow', 'GET, HEAD');
+      return fail(req, res, 405, 'Method not allowed', 'The profiler only reads: GET and HEAD.');
+    }
+    const path = req.path;
+    if (path === '/_profiler') {
+      const q = req.originalUrl.indexOf('?');
+      return res.redirect(301, `/_profiler/${q < 0 ? '' : req.originalUrl.slice(q)}`);
+    }
+    if (path === '/_profiler/') return list(req, res, 'list');
+    if (path === '/_profiler/search') {
+      const token = typeof req.query.token === 'string' ? req.query.token.trim().toLowerCase() : '';
+      if (token) {
+        if (!isToken(token)) return fail(req, res, 404, 'Profile not found', `"${token}" is not a token: tokens are 6 to 32 lowercase hex characters.`);
+        return res.redirect(302, `/_profiler/${token}`);
+      }
+      return list(req, res, 'search');
+    }
+    if (path === '/_profiler/latest') {
+      const type = typeof req.query.type === 'string' && /^[a-z]{1,20}$/.test(req.query.type) ? req.query.type : 'request';
+      const store = withStore(req, res);
+      if (!store) return;
+      const token = store.latest(type);
+      if (!token) return fail(req, res, 404, 'No profiles', 'Nothing has been recorded yet: make a request to the application, then come back.');
+      const keep = new URLSearchParams();
+      if (typeof req.query.panel === 'string') keep.set('panel', req.query.panel);
+      keep.set('type', type);
+      return res.redirect(302, `/_profiler/${token}?${keep}`);
+    }
+    const wdt = /^\/_wdt\/([^/]*)$/.exec(path);
+    if (wdt) return toolbar(req, res, wdt[1]);
+    const match = /^\/_profiler\/([^/]+)\/?$/.exec(path);
+    if (match && isToken(match[1])) return profilePage(req, res, match[1]);
+    const shown = match ? safeDecode(match[1]) : path;
+    return fail(req, res, 404, 'Profile not found', match
+      ? `"${shown}" is not a token: tokens are 6 to 32 lowercase hex characters.`
+      : `The profiler has no page at ${shown}.`);
+  };
+
+  function toolbar(req: Request, res: Response, token: string) {
+    if (!isToken(token)) return fail(req, res, 404, 'Profile not found', 'Not a token.');
+    const profile = deps.store()?.read(token);
+    if (!profile) return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}".`);
+    if (wantsJson(req)) return void res.json(toolbarSummary(profile));
+    res.setHeader('Content-Type', 'text/html; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-store');
+    res.end(renderToolbar(profile, toolbarSummary(profile)));
+  }
+}
+
+export interface MenuEntry {
+  id: string;
+  title: string;
+  badge?: string | number;
+  available: boolean;
+}
+
+function menuOf(profile: Profile, collectors: Collector[]): MenuEntry[] {
+  return collectors.map((c) => {
+    const data = profile.collectors[c.id];
+    let badge: string | number | undefined;
+    try {
+      badge = data === undefined ? undefined : c.badge?.(data as never);
+    } catch {
+      badge = undefined;
+    }
+    return { id: c.id, title: c.title, badge, available: data !== undefined || Boolean(profile.collectorErrors?.[c.id]) };
+  });
+}
+
+/** What the toolbar shows, from a stored profile. */
+export function toolbarSummary(profile: Profile) {
+  const c = profile.collectors as Record<string, any>;
+  return {
+    token: profile.token,
+    status: profile.status,
+    method: profile.method,
+    url: profile.url,
+    route: c.routing?.route ?? null,
+    duration: profile.duration,
+    rss: c.performance?.rss ?? null,
+    logs: c.logs?.lines?.length ?? 0,
+    errors: (c.logs?.counts?.error ?? 0) + (c.exception ? 1 : 0),
+    warnings: c.logs?.counts?.warn ?? 0,
+    exception: c.exception?.chain?.[0] ? `${c.exception.chain[0].class}: ${c.exception.chain[0].message}` : null,
+    profile: `/_profiler/${profile.token}`,
+  };
+}
+
+const safeDecode = (s: string) => {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+};

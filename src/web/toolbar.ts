@@ -1,0 +1,40 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Profile } from '../storage/profile.js';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { render, VIEWS } from './views.js';
+
+const loader = readFileSync(path.join(VIEWS, 'assets', 'toolbar.js'), 'utf8');
+
+export function renderToolbar(profile: Profile, summary: Record<string, unknown>): string {
+  return render('toolbar', { profile, s: summary });
+}
+
+/** The snippet placed before </body>: a placeholder and the loader, which fetches /_wdt/<token>. */
+const snippet = (token: string) =>
+  `<div id="wp-wdt" data-token="${token}" hidden></div><script>${loader}</script>`;
+
+/**
+ * The body with the toolbar before its last </body>, or undefined to leave it alone: only whole
+ * HTML pages get it (no XHR, redirect, attachment, encoded or streamed body), as Symfony does.
+ */
+export function withToolbar(req: IncomingMessage, res: ServerResponse, token: string, chunk: unknown, encoding: unknown): Buffer | undefined {
+  if (res.headersSent || res.statusCode >= 300 && res.statusCode < 400) return undefined;
+  if (typeof chunk !== 'string' && !Buffer.isBuffer(chunk)) return undefined;
+  const type = String(res.getHeader('content-type') ?? '');
+  if (!type.includes('html') || res.getHeader('content-encoding')) return undefined;
+  if (/attachment/i.test(String(res.getHeader('content-disposition') ?? ''))) return undefined;
+  if (req.headers['x-requested-with'] === 'XMLHttpRequest') return undefined;
+  const body = typeof chunk === 'string' ? Buffer.from(chunk, (encoding as BufferEncoding) || 'utf8') : chunk;
+  const at = lastBodyClose(body);
+  if (at < 0) return undefined;
+  const out = Buffer.concat([body.subarray(0, at), Buffer.from(snippet(token)), body.subarray(at)]);
+  if (res.hasHeader('content-length')) res.setHeader('Content-Length', out.length);
+  return out;
+}
+
+function lastBodyClose(body: Buffer): number {
+  const lower = body.lastIndexOf('</body>');
+  const upper = body.lastIndexOf('</BODY>');
+  return Math.max(lower, upper);
+}

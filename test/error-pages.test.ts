@@ -1,0 +1,188 @@
+import express from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { webProfiler, type ProfilerOptions } from '../src/index.js';
+import { listen, tempDb, type Running } from './helpers.js';
+
+class PaymentError extends Error {
+  status = 402;
+}
+
+function buildApp(options: ProfilerOptions) {
+  const profiler = webProfiler({ database: tempDb(), onError: () => {}, ...options });
+  const app = express();
+  // Without strict routing Express already treats /docs and /docs/ alike; the 301 is for apps that tell them apart.
+  app.set('strict routing', true);
+  app.use(profiler);
+  app.get('/docs/', (_req, res) => res.send('docs'));
+  app.get('/about', (_req, res) => res.send('about'));
+  app.post('/about', (_req, res) => res.send('posted'));
+  app.get('/items', (_req, res) => res.send('items'));
+  app.get('/throws', (req) => {
+    req.log.info('about to throw');
+    req.log.warn('it will go badly', { attempt: 3 });
+    throw new Error('Thrown in a handler');
+  });
+  app.get('/rejects', async () => {
+    await new Promise((r) => setTimeout(r, 1));
+    throw new PaymentError('Payment required for <b>this</b>');
+  });
+  app.get('/chain', () => {
+    const root = new Error('disk quota exceeded');
+    const middle = new Error('could not write cache', { cause: root });
+    throw new Error('could not render the page', { cause: middle });
+  });
+  app.get('/late', (_req, res) => {
+    res.write('partial');
+    throw new Error('after the headers');
+  });
+  app.use(profiler.notFound);
+  app.use(profiler.errorHandler);
+  return { app, profiler };
+}
+
+let dev: Running & { profiler: ReturnType<typeof webProfiler> };
+let prod: Running;
+
+beforeAll(async () => {
+  const d = buildApp({ debug: true });
+  dev = Object.assign(await listen(d.app), { profiler: d.profiler });
+  prod = await listen(buildApp({ debug: false, enabled: false }).app);
+});
+afterAll(async () => {
+  await dev.close();
+  await prod.close();
+});
+
+const text = { accept: '*/*' };
+const html = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
+const json = { accept: 'application/json' };
+
+describe('not found', () => {
+  it('says "No route found" with scheme, host, port and path, without the query', async () => {
+    const res = await fetch(`${dev.url}/robots.txt?x=1`, { headers: text });
+    expect(res.status).toBe(404);
+    const body = await res.text();
+    expect(body).toContain(`No route found for "GET ${dev.url}/robots.txt"`);
+    expect(body).not.toContain('x=1"');
+    expect(res.headers.get('x-robots-tag')).toBe('noindex');
+  });
+
+  it('adds the Referer', async () => {
+    const res = await fetch(`${dev.url}/missing`, { headers: { ...json, referer: `${dev.url}/from-here` } });
+    const problem = await res.json();
+    expect(problem.detail).toBe(`No route found for "GET ${dev.url}/missing" (from "${dev.url}/from-here")`);
+    expect(problem).toMatchObject({ status: 404, title: 'Not Found', class: 'NotFoundError' });
+  });
+
+  it('redirects to the path with its trailing slash toggled, keeping the query (GET and HEAD)', async () => {
+    for (const method of ['GET', 'HEAD']) {
+      const res = await fetch(`${dev.url}/docs?page=2`, { method, redirect: 'manual' });
+      expect(res.status).toBe(301);
+      expect(res.headers.get('location')).toBe('/docs/?page=2');
+    }
+    const back = await fetch(`${dev.url}/items/`, { redirect: 'manual' });
+    expect(back.status).toBe(301);
+    expect(back.headers.get('location')).toBe('/items');
+  });
+
+  it('does not redirect other methods, nor off-host', async () => {
+    expect((await fetch(`${dev.url}/docs`, { method: 'POST', redirect: 'manual', headers: text })).status).toBe(404);
+    const res = await fetch(`${dev.url}//evil.example`, { redirect: 'manual', headers: text });
+    expect(res.status).toBe(404);
+    expect(res.headers.get('location')).toBeNull();
+  });
+
+  it('turns GET /_profiler into a 301 to /_profiler/', async () => {
+    const res = await fetch(`${dev.url}/_profiler?limit=10`, { redirect: 'manual' });
+    expect(res.status).toBe(301);
+    expect(res.headers.get('location')).toBe('/_profiler/?limit=10');
+  });
+
+  it('answers 405 with Allow for a path that exists for other methods', async () => {
+    const res = await fetch(`${dev.url}/items`, { method: 'DELETE', headers: text });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('GET, HEAD');
+    expect(await res.text()).toContain(`No route found for "DELETE ${dev.url}/items": Method Not Allowed (Allow: GET, HEAD)`);
+  });
+});
+
+describe('exception page', () => {
+  it('renders a thrown error as HTML with trace, code excerpt, log and a link to the profile', async () => {
+    const res = await fetch(`${dev.url}/throws`, { headers: html });
+    expect(res.status).toBe(500);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    const token = res.headers.get('x-debug-token');
+    const page = await res.text();
+    expect(page).toContain('Thrown in a handler');
+    expect(page).toContain('error-pages.test.ts');
+    expect(page).toContain(`throw new Error(&#39;Thrown in a handler&#39;);`);
+    expect(page).toContain('class="selected"');
+    expect(page).toContain('about to throw');
+    expect(page).toContain('&quot;attempt&quot;: 3');
+    expect(page).toContain(`/_profiler/${token}?panel=exception&amp;type=request`);
+    expect(res.headers.get('x-debug-exception')).toBe('Thrown%20in%20a%20handler');
+    expect(res.headers.get('x-debug-exception-file')).toMatch(/error-pages\.test\.ts:\d+$/);
+  });
+
+  it('renders a rejected promise with its own status, escaping the message', async () => {
+    const res = await fetch(`${dev.url}/rejects`, { headers: html });
+    expect(res.status).toBe(402);
+    const page = await res.text();
+    expect(page).toContain('PaymentError');
+    expect(page).toContain('Payment required for &lt;b&gt;this&lt;/b&gt;');
+    expect(page).not.toContain('<b>this</b>');
+  });
+
+  it('shows the whole cause chain, in JSON and in text', async () => {
+    const problem = await (await fetch(`${dev.url}/chain`, { headers: json })).json();
+    expect(problem.detail).toBe('could not render the page');
+    expect(problem.causes.map((c: { message: string }) => c.message)).toEqual(['could not write cache', 'disk quota exceeded']);
+    expect(problem.trace[0]).toMatchObject({ file: expect.stringContaining('error-pages.test.ts'), line: expect.any(Number) });
+    const report = await (await fetch(`${dev.url}/chain`, { headers: text })).text();
+    expect(report).toMatch(/^Error: could not render the page \(HTTP 500 Internal Server Error\)/);
+    expect(report).toContain('Caused by: Error: could not write cache');
+    expect(report).toContain('Caused by: Error: disk quota exceeded');
+    expect(report).toMatch(/> +\d+ \| +throw new Error\('could not render the page'/);
+  });
+
+  it('the profile shows the same exception', async () => {
+    const res = await fetch(`${dev.url}/chain`, { headers: text });
+    const token = res.headers.get('x-debug-token');
+    const data = await (await fetch(`${dev.url}/_profiler/${token}?panel=exception&type=request`, { headers: json })).json();
+    expect(data.data.chain.map((e: { message: string }) => e.message)).toEqual(['could not render the page', 'could not write cache', 'disk quota exceeded']);
+    const page = await (await fetch(`${dev.url}/_profiler/${token}?panel=exception&type=request`)).text();
+    expect(page).toContain('could not render the page');
+    expect(page).toContain('disk quota exceeded');
+  });
+
+  it('hands an error after the headers to Express, which closes the response', async () => {
+    const res = await fetch(`${dev.url}/late`);
+    expect(res.status).toBe(200);
+    await expect(res.text()).rejects.toThrow();
+  });
+});
+
+describe('production', () => {
+  it('says only the status and its phrase: no message, path or token', async () => {
+    for (const [path, status, phrase] of [['/throws', 500, 'Internal Server Error'], ['/robots.txt', 404, 'Not Found'], ['/rejects', 402, 'Payment Required']] as const) {
+      for (const headers of [html, json, text]) {
+        const res = await fetch(prod.url + path, { headers });
+        expect(res.status).toBe(status);
+        const body = await res.text();
+        expect(body).toContain(phrase);
+        for (const leak of ['Thrown in a handler', 'No route found', 'Payment required for', 'error-pages.test', '/work/', 'at ']) {
+          expect(body).not.toContain(leak);
+        }
+        expect(res.headers.get('x-debug-token')).toBeNull();
+        expect(res.headers.get('x-debug-exception')).toBeNull();
+        expect(res.headers.get('x-robots-tag')).toBeNull();
+      }
+    }
+  });
+
+  it('has no profiler: /_profiler is a plain 404', async () => {
+    const res = await fetch(`${prod.url}/_profiler/`, { headers: html });
+    expect(res.status).toBe(404);
+    expect(await res.text()).not.toContain('Profiler');
+  });
+});
