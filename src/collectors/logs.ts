@@ -22,5 +22,5 @@ export const logs: Collector<LogsData> = {
     });
     return { lines, counts, capped: ctx.logs.length >= MAX_LOG_LINES };
   },
-  badge: (data) => data.counts.error + data.counts.warn || data.lines.length || undefined,
+  badge: (data) => data.lines.length || undefined,
 };
