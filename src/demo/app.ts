@@ -1,24 +1,52 @@
-import express from 'express';
-import { logger, webProfiler } from '../index.js';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { randomBytes } from 'node:crypto';
+import { webProfiler } from '../index.js';
+import { adminRoutes } from './admin.js';
+import { apiRoutes } from './api.js';
+import { profilerOptions, type DemoConfig } from './config.js';
+import { PlatformDb } from './platform-db.js';
 
-/** The demo platform service, built on the public entry only, as any user's app would be. */
-export function createDemoApp() {
-  const profiler = webProfiler();
+export interface SeedAccount {
+  username: string;
+  password: string;
+}
+
+/**
+ * The platform service of the observed surface, built on the public entry as any user's app is.
+ * One process serves the API host and the admin host, told apart by the Host header.
+ */
+export async function createDemoApp(config: DemoConfig, seed?: SeedAccount) {
+  const db = new PlatformDb(config.platformDb);
+  let seeded: SeedAccount | undefined;
+  if (!db.hasAccounts()) {
+    seeded = seed ?? { username: 'dev', password: randomBytes(9).toString('base64url') };
+    await db.createAccount(seeded.username, seeded.password, 'admin');
+  }
+
+  const profiler = webProfiler(profilerOptions(config));
   const app = express();
+  app.disable('x-powered-by');
+  // Trailing slashes matter (as in the observed service): /_profiler and /_profiler/ differ.
+  app.set('strict routing', true);
   app.use(profiler);
-  app.use(express.json());
 
-  app.get('/', (req, res) => {
-    req.log.info('Rendering the home page');
-    res.type('html').send('<!doctype html><html><head><title>Platform</title></head><body><h1>Platform service</h1></body></html>');
-  });
-
-  app.head('/pub/status/web', (_req, res) => {
-    logger.debug('web status checked');
-    res.status(200).end();
-  });
+  const api = apiRoutes(db);
+  const admin = adminRoutes(db, { profiler: profiler.options.enabled ? '/_profiler/' : undefined });
+  const isAdminHost = (req: Request) => (req.hostname ?? '').toLowerCase() === config.adminHost;
+  app.use((req: Request, res: Response, next: NextFunction) => (isAdminHost(req) ? admin(req, res, next) : api(req, res, next)));
 
   app.use(profiler.notFound);
   app.use(profiler.errorHandler);
-  return { app, profiler };
+
+  return {
+    app,
+    profiler,
+    db,
+    /** The account made at this start, if the database had none (its password is shown once). */
+    seeded,
+    close() {
+      profiler.close();
+      db.close();
+    },
+  };
 }

@@ -1,17 +1,21 @@
 import { createDemoApp } from './app.js';
+import { configFrom } from './config.js';
 
-const port = Number(process.env.PORT ?? 8000);
-const host = process.env.HOST ?? '127.0.0.1';
-const { app, profiler } = createDemoApp();
+const config = configFrom();
+const demo = await createDemoApp(config);
 
-const server = app.listen(port, host, () => {
-  const base = `http://${host}:${port}`;
-  console.log(`Platform service on ${base}`);
-  console.log(`Profiler on ${base}/_profiler/`);
+const server = demo.app.listen(config.port, config.host, () => {
+  const api = `http://${config.host}:${config.port}`;
+  const admin = `http://${config.adminHost}:${config.port}`;
+  console.log(`Platform service (APP_ENV=${config.env})`);
+  console.log(`  API        ${api}   (POST /api/authenticate, GET /api/me, HEAD /pub/status/db|web)`);
+  console.log(`  Admin      ${admin}/`);
+  if (demo.profiler.options.enabled) console.log(`  Profiler   ${api}/_profiler/${config.env === 'staging' ? '   (loopback clients, or WEB_PROFILER_SECRET)' : ''}`);
+  if (demo.seeded) console.log(`  Seeded admin account: ${demo.seeded.username} / ${demo.seeded.password}   (shown once; stored hashed in ${config.platformDb})`);
 });
 
 const shutdown = () => server.close(() => {
-  profiler.close();
+  demo.close();
   process.exit(0);
 });
 process.on('SIGINT', shutdown);

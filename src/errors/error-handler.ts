@@ -4,7 +4,7 @@ import { logs as logsCollector } from '../collectors/logs.js';
 import type { ResolvedOptions } from '../options.js';
 import type { RequestContext } from '../recording/context.js';
 import { addLine } from '../recording/logger.js';
-import { contextOf } from '../recording/recorder.js';
+import { contextOf } from '../recording/context.js';
 import { render, sendPage } from '../web/views.js';
 import { describeException, statusOf, type ExceptionData } from './describe.js';
 import { HttpError } from './http-error.js';

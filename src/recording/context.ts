@@ -53,4 +53,11 @@ export interface RequestContext {
 
 export const requestStore = new AsyncLocalStorage<RequestContext>();
 
+/** Where a response keeps its context: found through res even where async context is lost. */
+export const kContext = Symbol('web-profiler.context');
+
+/** The context of a response being recorded, for the error pages, the toolbar and error capture. */
+export const contextOf = (res: unknown): RequestContext | undefined =>
+  (res as { [kContext]?: RequestContext } | null)?.[kContext];
+
 export const currentContext = (): RequestContext | undefined => requestStore.getStore();

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { currentContext, type RequestContext, type Span } from './context.js';
+import { contextOf, currentContext, type RequestContext, type Span } from './context.js';
 
 /** The part of an Express 4 or 5 router layer that we read. */
 export interface RouterLayer {
@@ -35,6 +35,7 @@ export function instrumentStack(stack: RouterLayer[] | undefined): void {
   if (!stack || instrumentedStacks.get(stack) === stack.length) return;
   instrumentedStacks.set(stack, stack.length);
   for (const layer of stack) {
+    catchErrors(Object.getPrototypeOf(layer));
     if (layer.route) {
       const path = Array.isArray(layer.route.path) ? layer.route.path.join(', ') : layer.route.path;
       const methods = Object.keys(layer.route.methods ?? {}).filter((m) => m !== '_all').map((m) => m.toUpperCase());
@@ -45,6 +46,27 @@ export function instrumentStack(stack: RouterLayer[] | undefined): void {
       if (Array.isArray(inner)) instrumentStack(inner);
       wrapLayer(layer, layer.name && layer.name !== '<anonymous>' ? layer.name : 'middleware', 'middleware');
     }
+  }
+}
+
+const errorCatching = new WeakSet<object>();
+
+/**
+ * Every error on its way through any router, nested or called by hand, passes a layer's
+ * handleError (Express 5) or handle_error (Express 4): the first one seen is the request's
+ * exception, even when an app's own error middleware answers and it never reaches ours.
+ */
+function catchErrors(proto: Record<string, unknown> | null): void {
+  if (!proto || errorCatching.has(proto)) return;
+  errorCatching.add(proto);
+  for (const name of ['handleError', 'handle_error']) {
+    const original = proto[name];
+    if (typeof original !== 'function') continue;
+    proto[name] = function (this: unknown, error: unknown, req: unknown, res: unknown, next: unknown) {
+      const ctx = contextOf(res);
+      if (ctx && ctx.error === undefined && error) ctx.error = error;
+      return original.call(this, error, req, res, next);
+    };
   }
 }
 

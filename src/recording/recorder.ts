@@ -1,11 +1,10 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { requestStore, type RequestContext } from './context.js';
+import { kContext, requestStore, type RequestContext } from './context.js';
 import { instrumentStack, routerStack } from './layers.js';
 import { requestLogger } from './logger.js';
 
-const kContext = Symbol('web-profiler.context');
 const kWrite = Symbol('web-profiler.write');
 const kEnd = Symbol('web-profiler.end');
 
@@ -21,9 +20,6 @@ export interface RecorderDeps {
   /** The final body with the toolbar in it, or undefined to send it as it is. */
   inject?: (req: IncomingMessage, res: ServerResponse, token: string, chunk: unknown, encoding: unknown) => Buffer | undefined;
 }
-
-/** The context of a response being recorded, for the error pages and the toolbar. */
-export const contextOf = (res: ServerResponse): RequestContext | undefined => (res as Tracked)[kContext];
 
 /**
  * The recording middleware. Its work per request is a handful of property writes: the context
