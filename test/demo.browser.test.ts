@@ -1,0 +1,65 @@
+import path from 'node:path';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDemoApp } from '../src/demo/app.js';
+import { configFrom } from '../src/demo/config.js';
+import { CHROMIUM, launch, openPage, shot } from './browser.js';
+import { listen, tempDir, type Running } from './helpers.js';
+
+const SEED = { username: 'ada', password: 'correct horse battery staple' };
+let browser: Browser;
+let server: Running;
+let demo: Awaited<ReturnType<typeof createDemoApp>>;
+let admin: string;
+
+beforeAll(async () => {
+  if (!CHROMIUM) return;
+  demo = await createDemoApp(configFrom({ APP_ENV: 'dev', STORAGE_DIR: path.join(tempDir(), 'storage') }), SEED);
+  server = await listen(demo.app);
+  admin = server.url.replace('127.0.0.1', 'admin.localhost');
+  browser = await launch();
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  demo?.close();
+});
+
+describe.skipIf(!CHROMIUM)('the demo in chromium', () => {
+  it('an admin signs in, a refused authentication shows on the dashboard and in the profiler', async () => {
+    const { page, errors } = await openPage(browser);
+    // admin.localhost: Chromium resolves *.localhost to loopback by itself.
+    await page.goto(`${admin}/`);
+    await page.fill('input[name="username"]', SEED.username);
+    await page.fill('input[name="password"]', SEED.password);
+    await page.click('button[type="submit"]');
+    await page.locator('h1', { hasText: 'Dashboard' }).waitFor();
+
+    // Another client gets its credentials wrong.
+    const refused = await page.request.post(`${server.url}/api/authenticate`, { data: { username: 'mallory', password: 'hunter2' } });
+    expect(refused.status()).toBe(401);
+    await page.reload();
+    const row = page.locator('tr', { hasText: 'mallory' });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('127.0.0.1');
+    await shot(page, 'demo-admin-dashboard');
+
+    await row.locator('a', { hasText: 'Profiles' }).click();
+    await page.waitForURL(/\/_profiler\/search\?/);
+    const result = page.locator('tbody tr').first();
+    expect(await result.textContent()).toContain('/api/authenticate');
+    expect(await result.textContent()).toContain('401');
+    await shot(page, 'demo-profiler-search');
+    await result.locator('a.row-link').click();
+    await page.click('.menu a:has-text("Logs")');
+    await page.locator('td', { hasText: 'Authentication refused' }).waitFor();
+    expect(await page.locator('.logs').textContent()).toContain('"username": "mallory"');
+    await page.click('.menu a:has-text("Request")');
+    await page.click('button[role="tab"]:has-text("Body")');
+    const body = await page.locator('#rq-body').textContent();
+    expect(body).toContain('[redacted]');
+    expect(body).not.toContain('hunter2');
+    await shot(page, 'demo-profile-request');
+    expect(errors).toEqual([]);
+  });
+});
