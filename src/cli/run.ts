@@ -1,0 +1,135 @@
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { isToken } from '../recording/token.js';
+import { ProfileStore } from '../storage/store.js';
+
+export interface Io {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const USAGE = `usage: web-profiler <command> [options]
+
+  list  [--limit N] [--json]          latest profiles, newest first (default 20)
+  show  <token> [--json]              one profile: summary, exception and log
+  purge (--older-than 2d | --all)     delete profiles (units: s, m, h, d)
+  stats [--json]                      count, time span and file size
+
+  --db FILE   the SQLite file (default: WEB_PROFILER_DB, else storage/profiler.sqlite)`;
+
+const DURATION = /^(\d+)(s|m|h|d)$/;
+const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** The CLI, as a function: returns the exit code. */
+export function run(argv: string[], io: Io, env: NodeJS.ProcessEnv = process.env): number {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        db: { type: 'string' },
+        limit: { type: 'string' },
+        json: { type: 'boolean' },
+        'older-than': { type: 'string' },
+        all: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    io.err(`${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const [command, arg] = positionals;
+  if (values.help || !command) {
+    (values.help ? io.out : io.err)(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const file = values.db ?? env.WEB_PROFILER_DB ?? path.resolve('storage', 'profiler.sqlite');
+  let store: ProfileStore;
+  try {
+    store = ProfileStore.open(file);
+  } catch (err) {
+    io.err(`cannot open ${file}: ${(err as Error).message}`);
+    return 1;
+  }
+  try {
+    switch (command) {
+      case 'list': {
+        const limit = values.limit === undefined ? 20 : Number(values.limit);
+        if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
+          io.err('--limit takes a whole number from 1 to 10000');
+          return 2;
+        }
+        const rows = store.find({ limit });
+        if (values.json) io.out(JSON.stringify(rows, null, 2));
+        else if (rows.length === 0) io.out('no profiles');
+        else for (const r of rows) io.out(`${r.token}  ${String(r.status).padEnd(3)}  ${r.method.padEnd(6)} ${new Date(r.time).toISOString()}  ${`${r.duration.toFixed(1)}ms`.padStart(9)}  ${r.url}`);
+        return 0;
+      }
+      case 'show': {
+        if (!isToken(arg)) {
+          io.err('show takes a token: 6 to 32 lowercase hex characters');
+          return 2;
+        }
+        const profile = store.read(arg);
+        if (!profile) {
+          io.err(`no profile for token ${arg}`);
+          return 1;
+        }
+        if (values.json) {
+          io.out(JSON.stringify(profile, null, 2));
+          return 0;
+        }
+        io.out(`${profile.token}  ${profile.method} ${profile.url}`);
+        io.out(`status ${profile.status}, ${profile.duration} ms, ${profile.ip}, ${new Date(profile.time).toISOString()}`);
+        const c = profile.collectors as Record<string, any>;
+        if (c.routing?.route) io.out(`route ${c.routing.route}`);
+        for (const [i, e] of (c.exception?.chain ?? []).entries()) {
+          io.out(`${i === 0 ? '\nexception' : 'caused by'}: ${e.class}: ${e.message}`);
+          const where = e.frames.find((f: { kind: string }) => f.kind === 'app') ?? e.frames[0];
+          if (where) io.out(`    at ${where.fn} (${where.file}:${where.line})`);
+        }
+        const lines = c.logs?.lines ?? [];
+        if (lines.length) io.out('\nlog:');
+        for (const l of lines) io.out(`  ${new Date(l.time).toISOString().slice(11, 23)} ${l.level.toUpperCase().padEnd(5)} ${l.message}`);
+        return 0;
+      }
+      case 'purge': {
+        if (Boolean(values.all) === Boolean(values['older-than'])) {
+          io.err('purge takes one of --older-than <2d> or --all');
+          return 2;
+        }
+        let before: number | undefined;
+        if (values['older-than']) {
+          const m = DURATION.exec(values['older-than']);
+          if (!m) {
+            io.err('--older-than takes a number and a unit: 30m, 12h, 2d');
+            return 2;
+          }
+          before = Date.now() - Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+        }
+        io.out(`purged ${store.purge(before)} profiles`);
+        return 0;
+      }
+      case 'stats': {
+        const s = store.stats();
+        if (values.json) io.out(JSON.stringify(s, null, 2));
+        else {
+          io.out(`file      ${s.file}`);
+          io.out(`profiles  ${s.profiles}`);
+          io.out(`oldest    ${s.oldest ? new Date(s.oldest).toISOString() : '-'}`);
+          io.out(`newest    ${s.newest ? new Date(s.newest).toISOString() : '-'}`);
+          io.out(`size      ${(s.bytes / 1024).toFixed(0)} KiB`);
+        }
+        return 0;
+      }
+      default:
+        io.err(`unknown command "${command}"\n\n${USAGE}`);
+        return 2;
+    }
+  } finally {
+    store.close();
+  }
+}

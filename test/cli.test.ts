@@ -1,0 +1,60 @@
+import express from 'express';
+import { describe, expect, it } from 'vitest';
+import { run } from '../src/cli/run.js';
+import { webProfiler } from '../src/index.js';
+import { listen, tempDb } from './helpers.js';
+
+function cli(args: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = run(args, { out: (l) => out.push(l), err: (l) => err.push(l) }, {});
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+describe('web-profiler CLI', () => {
+  it('lists, shows, counts and purges the profiles of a real file', async () => {
+    const db = tempDb();
+    const profiler = webProfiler({ database: db, onError: () => {} });
+    const app = express();
+    app.use(profiler);
+    app.get('/ok', (req, res) => {
+      req.log.info('fine');
+      res.send('ok');
+    });
+    app.get('/bad', () => {
+      throw new Error('broken for the CLI');
+    });
+    app.use(profiler.errorHandler);
+    const server = await listen(app);
+    const ok = (await fetch(`${server.url}/ok`)).headers.get('x-debug-token')!;
+    const bad = (await fetch(`${server.url}/bad`, { headers: { accept: 'text/plain' } })).headers.get('x-debug-token')!;
+    await server.close();
+    profiler.close();
+
+    const list = cli(['list', '--db', db]);
+    expect(list.code).toBe(0);
+    expect(list.out.split('\n')).toHaveLength(2);
+    expect(list.out.split('\n')[0]).toMatch(new RegExp(`^${bad}  500  GET .*/bad$`));
+    expect(JSON.parse(cli(['list', '--db', db, '--json', '--limit', '1']).out)).toEqual([expect.objectContaining({ token: bad })]);
+
+    const show = cli(['show', bad, '--db', db]);
+    expect(show.out).toContain('exception: Error: broken for the CLI');
+    expect(show.out).toMatch(/at .* \(.*cli\.test\.ts:\d+\)/);
+    expect(cli(['show', ok, '--db', db]).out).toContain('INFO  fine');
+    expect(cli(['show', 'nothex', '--db', db]).code).toBe(2);
+    expect(cli(['show', 'abcdef', '--db', db])).toMatchObject({ code: 1, err: 'no profile for token abcdef' });
+
+    expect(cli(['stats', '--db', db]).out).toMatch(/profiles +2/);
+    expect(cli(['purge', '--db', db]).code).toBe(2);
+    expect(cli(['purge', '--older-than', 'soon', '--db', db]).code).toBe(2);
+    expect(cli(['purge', '--older-than', '1d', '--db', db]).out).toBe('purged 0 profiles');
+    expect(cli(['purge', '--all', '--db', db]).out).toBe('purged 2 profiles');
+    expect(cli(['list', '--db', db]).out).toBe('no profiles');
+  });
+
+  it('explains its usage', () => {
+    expect(cli([]).code).toBe(2);
+    expect(cli(['--help']).out).toContain('usage: web-profiler');
+    expect(cli(['frobnicate', '--db', ':memory:']).err).toContain('unknown command "frobnicate"');
+  });
+});
