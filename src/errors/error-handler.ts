@@ -5,7 +5,8 @@ import type { ResolvedOptions } from '../options.js';
 import type { RequestContext } from '../recording/context.js';
 import { addLine } from '../recording/logger.js';
 import { contextOf } from '../recording/context.js';
-import { render, sendPage } from '../web/views.js';
+import { render, sendPage, serverTiming } from '../web/views.js';
+import { performance } from 'node:perf_hooks';
 import { describeException, statusOf, type ExceptionData } from './describe.js';
 import { HttpError } from './http-error.js';
 
@@ -30,7 +31,7 @@ export function errorHandler(options: ResolvedOptions): ErrorRequestHandler {
     if (res.headersSent) return next(err);
     const status = statusOf(err);
     try {
-      respond(err, status, req, res, ctx, options);
+      respond(err, status, req, res, ctx, options, performance.now());
     } catch (renderError) {
       options.onError(`the error page failed to render: ${(renderError as Error).message}`);
       fallback(res, status);
@@ -38,7 +39,7 @@ export function errorHandler(options: ResolvedOptions): ErrorRequestHandler {
   };
 }
 
-function respond(err: unknown, status: number, req: Request, res: Response, ctx: RequestContext | undefined, options: ResolvedOptions): void {
+function respond(err: unknown, status: number, req: Request, res: Response, ctx: RequestContext | undefined, options: ResolvedOptions, started: number): void {
   const format = preferredFormat(req);
   res.statusCode = status;
   res.setHeader('Vary', 'Accept');
@@ -55,8 +56,10 @@ function respond(err: unknown, status: number, req: Request, res: Response, ctx:
 
   const token = ctx?.token;
   const profilerUrl = token && options.enabled ? `/_profiler/${token}?panel=exception&type=request` : undefined;
+  const timing = { name: 'error-page', started };
   if (format === 'json') {
     res.setHeader('Content-Type', 'application/problem+json; charset=utf-8');
+    serverTiming(res, timing.name, started);
     res.end(JSON.stringify({
       type: 'about:blank',
       title: STATUS_CODES[status] ?? 'Error',
@@ -72,7 +75,9 @@ function respond(err: unknown, status: number, req: Request, res: Response, ctx:
   const logs = ctx ? logsCollector.collect(ctx, options) : undefined;
   if (format === 'text') {
     res.setHeader('Content-Type', 'text/plain; charset=utf-8');
-    res.end(textReport(exception, req, logs?.lines ?? [], token, profilerUrl));
+    const report = textReport(exception, req, logs?.lines ?? [], token, profilerUrl);
+    serverTiming(res, timing.name, started);
+    res.end(report);
     return;
   }
   sendPage(res, status, 'errors/debug', {
@@ -83,7 +88,7 @@ function respond(err: unknown, status: number, req: Request, res: Response, ctx:
     method: req.method,
     url: safeUrl(req),
     editorLink: options.editorLink,
-  });
+  }, timing);
 }
 
 function sendProduction(res: Response, status: number, format: Format): void {

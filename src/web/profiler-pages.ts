@@ -8,7 +8,8 @@ import type { ProfileStore } from '../storage/store.js';
 import { checkAccess, rememberSecret } from './access.js';
 import { parseSearch } from './search-params.js';
 import { renderToolbar } from './toolbar.js';
-import { sendPage } from './views.js';
+import { sendPage, serverTiming } from './views.js';
+import { performance } from 'node:perf_hooks';
 
 export interface PagesDeps {
   options: ResolvedOptions;
@@ -98,6 +99,13 @@ export function profilerPages(deps: PagesDeps) {
 
   return function profilerRoutes(req: Request, res: Response) {
     res.setHeader('X-Robots-Tag', 'noindex');
+    const started = performance.now();
+    // Every profiler answer says how long the server took, for devtools and for the bench.
+    const writeHead = res.writeHead;
+    res.writeHead = function (this: Response, ...args: unknown[]) {
+      serverTiming(this, 'profiler', started);
+      return (writeHead as (...a: unknown[]) => Response).apply(this, args);
+    } as typeof res.writeHead;
     const verdict = checkAccess(req, options);
     if (!verdict.ok) return fail(req, res, 403, 'Access denied', verdict.reason);
     rememberSecret(req, res, options);

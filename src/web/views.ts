@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 
 /** views/ sits beside src/ and dist/ at the package root. */
@@ -54,13 +55,19 @@ export function render(template: string, data: Record<string, unknown>, nonce = 
   return eta.render(template, { ...data, h: helpers, assets, nonce });
 }
 
+/** Server-Timing for pages the profiler renders itself: the bench reads it, and so can devtools. */
+export function serverTiming(res: ServerResponse, name: string, started: number): void {
+  if (!res.headersSent) res.setHeader('Server-Timing', `${name};dur=${(performance.now() - started).toFixed(3)}`);
+}
+
 /**
  * Send a page with a Content-Security-Policy that lets only its own inline script run: whatever a
  * recorded request smuggled into a value is text, and would stay inert even if escaping failed.
  */
-export function sendPage(res: ServerResponse, status: number, template: string, data: Record<string, unknown>): void {
+export function sendPage(res: ServerResponse, status: number, template: string, data: Record<string, unknown>, timing?: { name: string; started: number }): void {
   const nonce = randomBytes(16).toString('base64');
   const html = render(template, data, nonce);
+  if (timing) serverTiming(res, timing.name, timing.started);
   res.statusCode = status;
   res.setHeader('Content-Type', 'text/html; charset=utf-8');
   res.setHeader('Content-Security-Policy', `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; form-action 'self'; frame-ancestors 'self'; base-uri 'none'`);

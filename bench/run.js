@@ -1,0 +1,221 @@
+// npm run bench: the profiler's cost, measured side by side in one run. Not part of npm test.
+import autocannon from 'autocannon';
+import { fork } from 'node:child_process';
+import { mkdirSync, mkdtempSync, openSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ProfileStore } from '../dist/index.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const work = mkdtempSync(path.join(tmpdir(), 'wp-bench-'));
+const quick = process.env.BENCH_QUICK === '1';
+const ROUNDS = 3;
+const CONNECTIONS = 50;
+const scale = (n) => (quick ? Math.ceil(n / 10) : n);
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const round = (x, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
+
+function startServer(mode, database, maxProfiles) {
+  // The debug exception page writes each 500's stack to stderr, as a dev server should: keep it out of the table.
+  const log = openSync(path.join(work, 'server.log'), 'a');
+  const child = fork(path.join(here, 'server.js'), [mode, database ?? '', String(maxProfiles ?? 1_000_000)], { execArgv: ['--expose-gc'], stdio: ['ignore', log, log, 'ipc'] });
+  const ask = (type, answer) => new Promise((resolve) => {
+    const on = (msg) => {
+      if (msg.type === answer) {
+        child.off('message', on);
+        resolve(msg);
+      }
+    };
+    child.on('message', on);
+    child.send({ type });
+  });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('message', (msg) => resolve({
+      url: `http://127.0.0.1:${msg.port}`,
+      flush: () => ask('flush', 'flushed'),
+      rss: () => ask('rss', 'rss'),
+      stop: () => new Promise((r) => {
+        child.once('exit', r);
+        child.send({ type: 'exit' });
+      }),
+    }));
+  });
+}
+
+const ROUTES = {
+  hello: { path: '/hello', method: 'GET' },
+  realistic: {
+    path: '/orders',
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ customer: 'c_42', items: [{ sku: 'A-1', qty: 2, price: 9.5 }, { sku: 'B-7', qty: 1, price: 24 }, { sku: 'C-3', qty: 5, price: 1.25 }] }),
+  },
+};
+
+async function load(url, route, amount) {
+  const result = await autocannon({ url: url + route.path, method: route.method, headers: route.headers, body: route.body, connections: CONNECTIONS, amount });
+  const answered = result['2xx'] + result.non2xx;
+  return { rps: answered / (result.duration), p99: result.latency.p99, answered, errors: result.errors + result.timeouts + result.non2xx };
+}
+
+/** Alternating A/B rounds of the same app, bare and recorded; the ratio is the median of per-round ratios. */
+async function overhead(name, amount) {
+  const route = ROUTES[name];
+  const db = path.join(work, `${name}.sqlite`);
+  const bare = await startServer('bare');
+  const recorded = await startServer('recorded', db);
+  let answeredRecorded = 0;
+  const warm = scale(5000);
+  await load(bare.url, route, warm);
+  answeredRecorded += (await load(recorded.url, route, warm)).answered;
+  const rounds = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const a = await load(bare.url, route, amount);
+    const b = await load(recorded.url, route, amount);
+    answeredRecorded += b.answered;
+    rounds.push({ bare: a, recorded: b, ratio: b.rps / a.rps });
+  }
+  const stored = await recorded.flush();
+  await bare.stop();
+  await recorded.stop();
+  return {
+    bareRps: round(median(rounds.map((r) => r.bare.rps)), 0),
+    recordedRps: round(median(rounds.map((r) => r.recorded.rps)), 0),
+    bareP99: median(rounds.map((r) => r.bare.p99)),
+    recordedP99: median(rounds.map((r) => r.recorded.p99)),
+    ratio: round(median(rounds.map((r) => r.ratio)), 3),
+    errors: rounds.reduce((n, r) => n + r.bare.errors + r.recorded.errors, 0),
+    answered: answeredRecorded,
+    stored: stored.count,
+    distinct: stored.distinct,
+    bytesPerProfile: round(stored.bytes / Math.max(stored.count, 1), 0),
+  };
+}
+
+async function memory(requests) {
+  const server = await startServer('recorded', path.join(work, 'memory.sqlite'));
+  await load(server.url, ROUTES.hello, scale(5000));
+  await server.flush();
+  const before = (await server.rss()).rss;
+  await load(server.url, ROUTES.hello, requests);
+  await server.flush();
+  const after = (await server.rss()).rss;
+  await server.stop();
+  return { requests, before, after, growth: after - before };
+}
+
+async function retention(cap, requests) {
+  const server = await startServer('recorded', path.join(work, 'retention.sqlite'), cap);
+  await load(server.url, ROUTES.hello, requests);
+  let stored = await server.flush();
+  for (let i = 0; i < 60 && stored.count > cap; i++) stored = await server.flush();
+  await server.stop();
+  return { cap, requests, kept: stored.count, fileBytes: stored.fileBytes, usedBytes: stored.bytes };
+}
+
+/** A file of n profiles shaped like real ones, written through the store as the recorder would. */
+function seed(file, n) {
+  const store = ProfileStore.open(file);
+  const now = Date.now();
+  const batch = [];
+  for (let i = 0; i < n; i++) {
+    const status = i % 17 === 0 ? 500 : i % 5 === 0 ? 404 : 200;
+    batch.push({
+      token: (0x100000 + i).toString(16),
+      parent: null,
+      ip: `10.0.${(i >> 8) & 255}.${i & 255}`,
+      method: i % 3 === 0 ? 'POST' : 'GET',
+      url: `http://127.0.0.1:8000/api/orders/${i}?page=${i % 7}`,
+      status,
+      time: now - (n - i) * 1000,
+      duration: 3 + (i % 40),
+      type: 'request',
+      collectors: {
+        request: { method: 'GET', url: `/api/orders/${i}`, httpVersion: '1.1', query: { page: String(i % 7) }, params: { id: String(i) }, headers: { host: '127.0.0.1:8000', 'user-agent': 'bench', accept: '*/*' }, cookies: {}, server: { remoteAddress: '10.0.0.1', secure: false, pid: 1 } },
+        response: { status, statusMessage: 'OK', headers: { 'content-type': 'application/json' }, body: { size: 60, contentType: 'application/json', kind: 'json', json: { id: i, total: 32.25 }, truncated: false }, aborted: false },
+        logs: { lines: [{ time: now, level: 'info', message: 'order received', context: { items: 3 }, channel: 'app' }, { time: now, level: 'info', message: 'order priced', context: { total: 32.25 }, channel: 'app' }], counts: { debug: 0, info: 2, warn: 0, error: 0 }, capped: false },
+        performance: { total: 4.2, ttfb: 3.9, rss: 80_000_000, spans: [{ name: 'jsonParser', kind: 'middleware', start: 0.1, end: 0.3 }, { name: 'route GET /api/orders/:id', kind: 'route', start: 0.4, end: 4.2 }] },
+        routing: { method: 'GET', path: `/api/orders/${i}`, route: '/api/orders/:id', params: { id: String(i) } },
+        config: { node: process.version, express: '5.x', profiler: '0.1.0', env: {}, debug: true, platform: 'linux x64', pid: 1 },
+      },
+    });
+    if (batch.length === 1000) store.insert(batch.splice(0));
+  }
+  if (batch.length) store.insert(batch.splice(0));
+  store.close();
+}
+
+async function timed(url, headers, times) {
+  const durations = [];
+  for (let i = 0; i < times + 5; i++) {
+    const res = await fetch(url, { headers });
+    await res.arrayBuffer();
+    const dur = /dur=([\d.]+)/.exec(res.headers.get('server-timing') ?? '');
+    if (!dur) throw new Error(`no Server-Timing from ${url} (${res.status})`);
+    if (i >= 5) durations.push(Number(dur[1]));
+  }
+  return { median: round(median(durations), 3), p95: round(pct(durations, 95), 3) };
+}
+
+async function ui(n) {
+  const file = path.join(work, 'ui.sqlite');
+  seed(file, n);
+  const server = await startServer('recorded', file);
+  const token = (0x100000 + Math.floor(n / 2)).toString(16);
+  const html = { accept: 'text/html' };
+  const out = {
+    profiles: n,
+    list: await timed(`${server.url}/_profiler/`, html, 50),
+    search: await timed(`${server.url}/_profiler/search?url=orders%2F4242&limit=50`, html, 50),
+    profile: await timed(`${server.url}/_profiler/${token}?panel=request`, html, 50),
+    notFoundPage: await timed(`${server.url}/no/such/page`, html, 200),
+    exceptionPage: await timed(`${server.url}/boom`, html, 200),
+  };
+  await server.stop();
+  return out;
+}
+
+const started = Date.now();
+const results = { machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`, date: new Date().toISOString() };
+process.stdout.write('overhead, hello route…\n');
+results.hello = await overhead('hello', scale(40_000));
+process.stdout.write('overhead, realistic route…\n');
+results.realistic = await overhead('realistic', scale(20_000));
+process.stdout.write('memory…\n');
+results.memory = await memory(scale(100_000));
+process.stdout.write('retention…\n');
+results.retention = await retention(quick ? 1_000 : 10_000, scale(30_000));
+process.stdout.write('pages with 100,000 stored profiles…\n');
+results.ui = await ui(scale(100_000));
+results.seconds = Math.round((Date.now() - started) / 1000);
+
+const MiB = (b) => `${round(b / 2 ** 20, 1)} MiB`;
+const rows = [
+  ['Throughput, hello: bare / recorded', `${results.hello.bareRps} / ${results.hello.recordedRps} req/s`, `ratio ${results.hello.ratio}`, '≥ 0.90'],
+  ['p99 latency, hello: bare / recorded', `${results.hello.bareP99} / ${results.hello.recordedP99} ms`, '', ''],
+  ['Throughput, realistic: bare / recorded', `${results.realistic.bareRps} / ${results.realistic.recordedRps} req/s`, `ratio ${results.realistic.ratio}`, ''],
+  ['p99 latency, realistic: bare / recorded', `${results.realistic.bareP99} / ${results.realistic.recordedP99} ms`, '', ''],
+  ['Completeness, hello: answered / stored (distinct)', `${results.hello.answered} / ${results.hello.stored} (${results.hello.distinct})`, results.hello.answered === results.hello.distinct ? 'none lost' : 'MISMATCH', '0 lost'],
+  ['Completeness, realistic: answered / stored (distinct)', `${results.realistic.answered} / ${results.realistic.stored} (${results.realistic.distinct})`, results.realistic.answered === results.realistic.distinct ? 'none lost' : 'MISMATCH', '0 lost'],
+  ['List page, 100k profiles: median / p95', `${results.ui.list.median} / ${results.ui.list.p95} ms`, '', '< 50 ms'],
+  ['Search by URL substring: median / p95', `${results.ui.search.median} / ${results.ui.search.p95} ms`, '', '< 50 ms'],
+  ['Profile page: median / p95', `${results.ui.profile.median} / ${results.ui.profile.p95} ms`, '', '< 20 ms'],
+  ['Debug 404 page: median / p95', `${results.ui.notFoundPage.median} / ${results.ui.notFoundPage.p95} ms`, '', '< 2 ms'],
+  ['Debug exception page, 3 causes: median / p95', `${results.ui.exceptionPage.median} / ${results.ui.exceptionPage.p95} ms`, '', '< 5 ms'],
+  ['Bytes per profile: hello / realistic', `${results.hello.bytesPerProfile} / ${results.realistic.bytesPerProfile} B`, '', ''],
+  [`Retention cap ${results.retention.cap} after ${results.retention.requests} requests`, `${results.retention.kept} kept, file ${MiB(results.retention.fileBytes)}`, '', `≤ ${results.retention.cap}`],
+  [`RSS before / after ${results.memory.requests} requests`, `${MiB(results.memory.before)} / ${MiB(results.memory.after)}`, `growth ${MiB(results.memory.growth)}`, '< 64 MiB'],
+];
+const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i].length), ['what', 'measured', 'result', 'target'][i].length));
+const line = (r) => `| ${r.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+const table = [line(['what', 'measured', 'result', 'target']), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
+process.stdout.write(`\n${results.machine}; ${results.seconds} s${quick ? ' (BENCH_QUICK: a tenth of the requests)' : ''}\n\n${table}\n`);
+mkdirSync(path.join(here, 'results'), { recursive: true });
+writeFileSync(path.join(here, 'results', 'latest.json'), `${JSON.stringify({ ...results, table }, null, 2)}\n`);
