@@ -59,32 +59,39 @@ const ROUTES = {
   },
 };
 
-async function load(url, route, amount) {
-  const result = await autocannon({ url: url + route.path, method: route.method, headers: route.headers, body: route.body, connections: CONNECTIONS, amount });
+/**
+ * `seconds`: a fixed window, for rates (autocannon ends an `amount` run on its one-second tick,
+ * which quantises rates). `amount`: an exact number of requests, for counting what got stored.
+ */
+async function load(url, route, { seconds, amount }) {
+  const result = await autocannon({ url: url + route.path, method: route.method, headers: route.headers, body: route.body, connections: CONNECTIONS, ...(seconds ? { duration: seconds } : { amount }) });
   const answered = result['2xx'] + result.non2xx;
-  return { rps: answered / (result.duration), p99: result.latency.p99, answered, errors: result.errors + result.timeouts + result.non2xx };
+  return { rps: seconds ? answered / seconds : undefined, p99: result.latency.p99, answered, errors: result.errors + result.timeouts + result.non2xx };
 }
 
-/** Alternating A/B rounds of the same app, bare and recorded; the ratio is the median of per-round ratios. */
-async function overhead(name, amount) {
+/**
+ * Alternating A/B rounds of the same app, bare and recorded; the ratio is the median of per-round
+ * ratios. Then an exact number of requests against a fresh recorded server, to count what it stored.
+ */
+async function overhead(name, seconds, amount) {
   const route = ROUTES[name];
-  const db = path.join(work, `${name}.sqlite`);
   const bare = await startServer('bare');
-  const recorded = await startServer('recorded', db);
-  let answeredRecorded = 0;
-  const warm = scale(5000);
-  await load(bare.url, route, warm);
-  answeredRecorded += (await load(recorded.url, route, warm)).answered;
+  const recorded = await startServer('recorded', path.join(work, `${name}-rounds.sqlite`));
+  await load(bare.url, route, { amount: scale(5000) });
+  await load(recorded.url, route, { amount: scale(5000) });
   const rounds = [];
   for (let i = 0; i < ROUNDS; i++) {
-    const a = await load(bare.url, route, amount);
-    const b = await load(recorded.url, route, amount);
-    answeredRecorded += b.answered;
+    const a = await load(bare.url, route, { seconds });
+    const b = await load(recorded.url, route, { seconds });
     rounds.push({ bare: a, recorded: b, ratio: b.rps / a.rps });
   }
-  const stored = await recorded.flush();
   await bare.stop();
   await recorded.stop();
+  const counted = await startServer('recorded', path.join(work, `${name}.sqlite`));
+  const exact = await load(counted.url, route, { amount });
+  const answeredRecorded = exact.answered;
+  const stored = await counted.flush();
+  await counted.stop();
   return {
     bareRps: round(median(rounds.map((r) => r.bare.rps)), 0),
     recordedRps: round(median(rounds.map((r) => r.recorded.rps)), 0),
@@ -101,10 +108,10 @@ async function overhead(name, amount) {
 
 async function memory(requests) {
   const server = await startServer('recorded', path.join(work, 'memory.sqlite'));
-  await load(server.url, ROUTES.hello, scale(5000));
+  await load(server.url, ROUTES.hello, { amount: scale(5000) });
   await server.flush();
   const before = (await server.rss()).rss;
-  await load(server.url, ROUTES.hello, requests);
+  await load(server.url, ROUTES.hello, { amount: requests });
   await server.flush();
   const after = (await server.rss()).rss;
   await server.stop();
@@ -113,7 +120,7 @@ async function memory(requests) {
 
 async function retention(cap, requests) {
   const server = await startServer('recorded', path.join(work, 'retention.sqlite'), cap);
-  await load(server.url, ROUTES.hello, requests);
+  await load(server.url, ROUTES.hello, { amount: requests });
   let stored = await server.flush();
   for (let i = 0; i < 60 && stored.count > cap; i++) stored = await server.flush();
   await server.stop();
@@ -185,9 +192,9 @@ async function ui(n) {
 const started = Date.now();
 const results = { machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`, date: new Date().toISOString() };
 process.stdout.write('overhead, hello route…\n');
-results.hello = await overhead('hello', scale(40_000));
+results.hello = await overhead('hello', quick ? 1 : 5, scale(30_000));
 process.stdout.write('overhead, realistic route…\n');
-results.realistic = await overhead('realistic', scale(20_000));
+results.realistic = await overhead('realistic', quick ? 1 : 5, scale(20_000));
 process.stdout.write('memory…\n');
 results.memory = await memory(scale(100_000));
 process.stdout.write('retention…\n');

@@ -26,8 +26,9 @@ export interface WebProfiler extends RequestHandler {
   close(): void;
 }
 
-const isProfilerPath = (path: string) =>
-  path === '/_profiler' || path.startsWith('/_profiler/') || path.startsWith('/_wdt/');
+/** Read from req.url, not req.path: this runs on every request and parsing the URL is not free. */
+const isProfilerPath = (url: string) =>
+  url.startsWith('/_') && /^\/(_profiler(\/|\?|$)|_wdt\/)/.test(url);
 
 export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const options = resolveOptions(userOptions);
@@ -58,7 +59,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
 
   const middleware = function webProfilerMiddleware(req: Request, res: Response, next: NextFunction) {
     if (record && pages) {
-      if (isProfilerPath(req.path)) return pages(req, res);
+      if (isProfilerPath(req.url)) return pages(req, res);
       return record(req, res, next);
     }
     // App code calls req.log whether or not the profiler records: it must exist and cost nothing.

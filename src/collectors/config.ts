@@ -31,23 +31,25 @@ function ownVersion(): string {
   }
 }
 
-let cached: Omit<ConfigData, 'debug'> | undefined;
+const cached = new Map<boolean, ConfigData>();
 
-/** The same for every request of a process: worked out once. */
-function processConfig(): Omit<ConfigData, 'debug'> {
-  cached ??= {
+/** The same for every request of a process: worked out once, and the one object shared by every profile. */
+function processConfig(debug: boolean): ConfigData {
+  let config = cached.get(debug);
+  if (!config) cached.set(debug, (config = {
     node: process.version,
     express: versionOf('express', path.join(process.cwd(), 'index.js')),
     profiler: ownVersion(),
     env: { NODE_ENV: process.env.NODE_ENV, APP_ENV: process.env.APP_ENV },
     platform: `${process.platform} ${process.arch}`,
     pid: process.pid,
-  };
-  return cached;
+    debug,
+  }));
+  return config;
 }
 
 export const config: Collector<ConfigData> = {
   id: 'config',
   title: 'Configuration',
-  collect: (_ctx, options) => ({ ...processConfig(), debug: options.debug }),
+  collect: (_ctx, options) => processConfig(options.debug),
 };

@@ -1,4 +1,5 @@
 import type { Span } from '../recording/context.js';
+import { spansOf } from '../recording/layers.js';
 import type { Collector } from './collector.js';
 
 export interface PerformanceData {
@@ -19,7 +20,7 @@ export const performance: Collector<PerformanceData> = {
     total: round(ctx.end),
     ttfb: round(ctx.ttfb),
     rss: ctx.rss,
-    spans: ctx.spans.map((s) => ({ ...s, start: round(s.start), end: round(s.end) })),
+    spans: spansOf(ctx.trail, ctx.end),
   }),
   badge: (data) => `${Math.round(data.total)} ms`,
 };

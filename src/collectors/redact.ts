@@ -28,10 +28,23 @@ export function redactValue(value: unknown, keys: string[], depth = 0): unknown 
  */
 export function redactText(text: string, keys: string[]): string {
   if (keys.length === 0) return text;
-  const names = keys.map((k) => k.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
-  const json = new RegExp(`("[^"]*(?:${names})[^"]*"\\s*:\\s*)("(?:[^"\\\\]|\\\\.)*"?|[^,}\\s]+)`, 'gi');
-  const form = new RegExp(`((?:^|[&?\\s])[^=&\\s]*(?:${names})[^=&\\s]*=)[^&\\s]*`, 'gi');
+  const { json, form } = patternsFor(keys);
   return text.replace(json, `$1"${REDACTED}"`).replace(form, `$1${REDACTED}`);
+}
+
+/** Compiled once per list of keys (the options' list is one array for the life of the profiler). */
+const patterns = new WeakMap<string[], { json: RegExp; form: RegExp }>();
+function patternsFor(keys: string[]) {
+  let p = patterns.get(keys);
+  if (!p) {
+    const names = keys.map((k) => k.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
+    p = {
+      json: new RegExp(`("[^"]*(?:${names})[^"]*"\\s*:\\s*)("(?:[^"\\\\]|\\\\.)*"?|[^,}\\s]+)`, 'gi'),
+      form: new RegExp(`((?:^|[&?\\s])[^=&\\s]*(?:${names})[^=&\\s]*=)[^&\\s]*`, 'gi'),
+    };
+    patterns.set(keys, p);
+  }
+  return p;
 }
 
 /** Header values with credentials cut: the scheme of Authorization stays, cookie names stay. */

@@ -3,7 +3,7 @@ import type { TLSSocket } from 'node:tls';
 import type { Collector } from './collector.js';
 import { describeParsed, type BodyData } from './body.js';
 import { plain } from './plain.js';
-import { cookieNames, redactHeaders, redactValue } from './redact.js';
+import { cookieNames, redactHeaders, redactText, redactValue } from './redact.js';
 
 export interface RequestData {
   method: string;
@@ -35,7 +35,7 @@ export const request: Collector<RequestData> = {
     }
     return {
       method: req.method,
-      url: req.originalUrl ?? req.url,
+      url: redactText(req.originalUrl ?? req.url ?? '/', keys),
       httpVersion: req.httpVersion,
       query,
       body: describeParsed(req.body, req.headers['content-type'], options.bodyLimit, keys),

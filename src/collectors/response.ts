@@ -17,7 +17,10 @@ export const response: Collector<ResponseData> = {
     const res = ctx.res;
     const headers = res.getHeaders();
     const contentType = headers['content-type'] === undefined ? undefined : String(headers['content-type']);
-    const bytes = Buffer.concat(ctx.bodyChunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)));
+    const chunks = ctx.bodyChunks;
+    const bytes = chunks.length === 1 && Buffer.isBuffer(chunks[0])
+      ? chunks[0]
+      : Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)));
     return {
       status: res.statusCode,
       statusMessage: res.statusMessage,

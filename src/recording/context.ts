@@ -25,6 +25,8 @@ export interface Span {
  * Everything expensive (parsing, redaction, serialisation) is done later, from this.
  */
 export interface RequestContext {
+  /** The recorder that made this context: a response is recorded by the profiler that saw it first. */
+  recorder: object;
   token: string;
   parent: string | null;
   /** Epoch milliseconds at arrival. */
@@ -37,7 +39,8 @@ export interface RequestContext {
   req: IncomingMessage;
   res: ServerResponse;
   logs: LogLine[];
-  spans: Span[];
+  /** Router layers entered, as flat (layer, ms since start) pairs: one push each, spans made later. */
+  trail: unknown[];
   error: unknown;
   /** Route path and params as they stood when the response finished. */
   route: string | undefined;
@@ -49,6 +52,8 @@ export interface RequestContext {
   aborted: boolean;
   /** Read when the response finishes: once the client hangs up, the socket no longer knows. */
   remoteAddress: string | undefined;
+  /** req.log, made when the app first uses it. */
+  log: import('./logger.js').Logger | undefined;
 }
 
 export const requestStore = new AsyncLocalStorage<RequestContext>();

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { contextOf, currentContext, type RequestContext, type Span } from './context.js';
+import { contextOf, type Span } from './context.js';
 
 /** The part of an Express 4 or 5 router layer that we read. */
 export interface RouterLayer {
@@ -23,108 +23,76 @@ export function routerStack(app: unknown): RouterLayer[] | undefined {
   }
 }
 
-const wrapped = new WeakSet<object>();
-const instrumentedStacks = new WeakMap<object, number>();
+const hooked = new WeakSet<object>();
 
 /**
- * Wrap every layer's handle so that each call becomes a Span of the running request. Done once per
- * stack (and again only if the stack grew), never per request. A wrapper keeps the arity of what it
- * wraps: Express tells error handlers (4 arguments) from middleware by fn.length.
+ * Every layer of every router (nested routers and sub-apps included) is entered through its
+ * prototype's handleRequest / handleError (handle_request / handle_error in Express 4). Hooking
+ * those once makes the timeline cost one push per layer: the layer and the time it was entered.
+ * Errors are caught there too, so one answered by an app's own error middleware still reaches
+ * the profile.
  */
-export function instrumentStack(stack: RouterLayer[] | undefined): void {
-  if (!stack || instrumentedStacks.get(stack) === stack.length) return;
-  instrumentedStacks.set(stack, stack.length);
-  for (const layer of stack) {
-    catchErrors(Object.getPrototypeOf(layer));
-    if (layer.route) {
-      const path = Array.isArray(layer.route.path) ? layer.route.path.join(', ') : layer.route.path;
-      const methods = Object.keys(layer.route.methods ?? {}).filter((m) => m !== '_all').map((m) => m.toUpperCase());
-      wrapLayer(layer, `route ${methods.join('|') || 'ALL'} ${path}`, 'route');
-      for (const inner of layer.route.stack) wrapLayer(inner, inner.name && inner.name !== '<anonymous>' ? inner.name : 'handler', 'handler');
-    } else {
-      const inner = (layer.handle as { stack?: RouterLayer[] }).stack;
-      if (Array.isArray(inner)) instrumentStack(inner);
-      wrapLayer(layer, layer.name && layer.name !== '<anonymous>' ? layer.name : 'middleware', 'middleware');
-    }
+export function hookLayers(app: unknown): void {
+  const first = routerStack(app)?.[0];
+  const proto = first && (Object.getPrototypeOf(first) as Record<string, unknown> | null);
+  if (!proto || hooked.has(proto)) return;
+  hooked.add(proto);
+  for (const name of ['handleRequest', 'handle_request']) {
+    const original = proto[name];
+    if (typeof original !== 'function') continue;
+    proto[name] = function (this: RouterLayer, req: unknown, res: unknown, next: unknown) {
+      const ctx = contextOf(res);
+      if (ctx !== undefined && this.handle.length < 4) ctx.trail.push(this, performance.now() - ctx.start);
+      return original.call(this, req, res, next);
+    };
   }
-}
-
-const errorCatching = new WeakSet<object>();
-
-/**
- * Every error on its way through any router, nested or called by hand, passes a layer's
- * handleError (Express 5) or handle_error (Express 4): the first one seen is the request's
- * exception, even when an app's own error middleware answers and it never reaches ours.
- */
-function catchErrors(proto: Record<string, unknown> | null): void {
-  if (!proto || errorCatching.has(proto)) return;
-  errorCatching.add(proto);
   for (const name of ['handleError', 'handle_error']) {
     const original = proto[name];
     if (typeof original !== 'function') continue;
-    proto[name] = function (this: unknown, error: unknown, req: unknown, res: unknown, next: unknown) {
+    proto[name] = function (this: RouterLayer, error: unknown, req: unknown, res: unknown, next: unknown) {
       const ctx = contextOf(res);
-      if (ctx && ctx.error === undefined && error) ctx.error = error;
+      if (ctx !== undefined) {
+        if (ctx.error === undefined && error) ctx.error = error;
+        if (this.handle.length === 4) ctx.trail.push(this, performance.now() - ctx.start);
+      }
       return original.call(this, error, req, res, next);
     };
   }
 }
 
-function wrapLayer(layer: RouterLayer, name: string, kind: Span['kind']): void {
-  const fn = layer.handle;
-  if (wrapped.has(fn)) return;
-  let wrapper: (...args: any[]) => unknown;
-  if (fn.length === 4) {
-    wrapper = function (this: unknown, err: unknown, req: unknown, res: unknown, next: (e?: unknown) => void) {
-      const ctx = currentContext();
-      if (!ctx) return fn.call(this, err, req, res, next);
-      const span = open(ctx, name, 'error');
-      return settle(ctx, span, () => fn.call(this, err, req, res, closeOnNext(ctx, span, next)));
-    };
-  } else {
-    wrapper = function (this: unknown, req: unknown, res: unknown, next: (e?: unknown) => void) {
-      const ctx = currentContext();
-      if (!ctx) return fn.call(this, req, res, next);
-      const span = open(ctx, name, kind);
-      return settle(ctx, span, () => fn.call(this, req, res, closeOnNext(ctx, span, next)));
-    };
+const round = (ms: number) => Math.round(ms * 1000) / 1000;
+
+/** The trail of (layer, entered at) pairs as spans: each runs until the next layer is entered, the last until the end. */
+export function spansOf(trail: unknown[], end: number): Span[] {
+  const spans: Span[] = [];
+  for (let i = 0; i < trail.length; i += 2) {
+    const { name, kind } = describe(trail[i] as RouterLayer);
+    const start = trail[i + 1] as number;
+    const next = i + 3 < trail.length ? (trail[i + 3] as number) : end;
+    spans.push({ name, kind, start: round(start), end: round(Math.max(next, start)) });
   }
-  // Routers are functions with properties (stack, params...) that Express reads back.
-  Object.assign(wrapper, fn);
-  Object.defineProperty(wrapper, 'name', { value: fn.name });
-  wrapped.add(wrapper);
-  layer.handle = wrapper;
+  return spans;
 }
 
-function open(ctx: RequestContext, name: string, kind: Span['kind']): Span {
-  const span: Span = { name, kind, start: performance.now() - ctx.start, end: -1 };
-  ctx.spans.push(span);
-  return span;
+/** Layers outlive requests: their names are worked out once each. */
+const described = new WeakMap<RouterLayer, Pick<Span, 'name' | 'kind'>>();
+
+function describe(layer: RouterLayer): Pick<Span, 'name' | 'kind'> {
+  let d = described.get(layer);
+  if (!d) described.set(layer, (d = describeOnce(layer)));
+  return d;
 }
 
-/**
- * A handler that throws, or whose promise rejects, ends there: Express catches it and calls the
- * router's own next, not the one we handed in.
- */
-function settle(ctx: RequestContext, span: Span, call: () => unknown): unknown {
-  const end = () => {
-    if (span.end < 0) span.end = performance.now() - ctx.start;
-  };
-  try {
-    const result = call();
-    if (result && typeof (result as Promise<unknown>).then === 'function') (result as Promise<unknown>).then(undefined, end);
-    return result;
-  } catch (err) {
-    end();
-    throw err;
+const nameOf = (layer: RouterLayer, fallback: string) => (layer.name && layer.name !== '<anonymous>' ? layer.name : fallback);
+
+function describeOnce(layer: RouterLayer): Pick<Span, 'name' | 'kind'> {
+  if (layer.route) {
+    const path = Array.isArray(layer.route.path) ? layer.route.path.join(', ') : layer.route.path;
+    const methods = Object.keys(layer.route.methods ?? {}).filter((m) => m !== '_all').map((m) => m.toUpperCase());
+    return { name: `route ${methods.join('|') || 'ALL'} ${path}`, kind: 'route' };
   }
-}
-
-/** A layer ends when it hands on; one that answers ends when the response does (see the recorder). */
-function closeOnNext(ctx: RequestContext, span: Span, next: (e?: unknown) => void) {
-  return function (this: unknown, err?: unknown) {
-    span.end = performance.now() - ctx.start;
-    if (err && err !== 'route' && err !== 'router' && ctx.error === undefined) ctx.error = err;
-    return next.call(this, err);
-  };
+  if (layer.handle.length === 4) return { name: nameOf(layer, 'error handler'), kind: 'error' };
+  // Layers inside a route carry the method they answer.
+  if (layer.method !== undefined) return { name: nameOf(layer, 'handler'), kind: 'handler' };
+  return { name: nameOf(layer, 'middleware'), kind: 'middleware' };
 }

@@ -1,5 +1,4 @@
 import { format } from 'node:util';
-import { performance } from 'node:perf_hooks';
 import { currentContext, type LogLevel, type RequestContext } from './context.js';
 
 export interface Logger {
@@ -17,19 +16,30 @@ export function addLine(ctx: RequestContext, level: LogLevel, message: string, c
   ctx.logs.push({ time: Date.now(), level, message, context, channel });
 }
 
-function makeLogger(resolve: () => RequestContext | undefined): Logger {
-  const at = (level: LogLevel) => (message: string, context?: unknown) => {
-    const ctx = resolve();
-    if (ctx) addLine(ctx, level, String(message), context, 'app');
-  };
-  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-}
+const at = (level: LogLevel) => (message: string, context?: unknown) => {
+  const ctx = currentContext();
+  if (ctx) addLine(ctx, level, String(message), context, 'app');
+};
 
 /** The logger bound to whichever request is running (AsyncLocalStorage); outside a request it drops lines. */
-export const logger: Logger = makeLogger(currentContext);
+export const logger: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 
-/** A logger bound to one request, for req.log: it works even where async context is lost. */
-export const requestLogger = (ctx: RequestContext): Logger => makeLogger(() => ctx);
+/** req.log: bound to one request, so it works even where async context is lost; one object, no closures. */
+export class RequestLogger implements Logger {
+  constructor(private readonly ctx: RequestContext) {}
+  debug(message: string, context?: unknown) {
+    addLine(this.ctx, 'debug', String(message), context, 'app');
+  }
+  info(message: string, context?: unknown) {
+    addLine(this.ctx, 'info', String(message), context, 'app');
+  }
+  warn(message: string, context?: unknown) {
+    addLine(this.ctx, 'warn', String(message), context, 'app');
+  }
+  error(message: string, context?: unknown) {
+    addLine(this.ctx, 'error', String(message), context, 'app');
+  }
+}
 
 const CONSOLE_LEVELS: [keyof Console, LogLevel][] = [
   ['debug', 'debug'], ['log', 'info'], ['info', 'info'], ['warn', 'warn'], ['error', 'error'],
@@ -53,5 +63,3 @@ export function captureConsole(): void {
     };
   }
 }
-
-export const sinceStart = (ctx: RequestContext): number => performance.now() - ctx.start;

@@ -1,15 +1,12 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { kContext, requestStore, type RequestContext } from './context.js';
-import { instrumentStack, routerStack } from './layers.js';
-import { requestLogger } from './logger.js';
-
-const kWrite = Symbol('web-profiler.write');
-const kEnd = Symbol('web-profiler.end');
+import { contextOf, kContext, requestStore, type RequestContext } from './context.js';
+import { hookLayers } from './layers.js';
+import { logger, RequestLogger } from './logger.js';
 
 type Method = (this: ServerResponse, ...args: unknown[]) => unknown;
-type Tracked = ServerResponse & { [kContext]?: RequestContext; [kWrite]: Method; [kEnd]: Method };
+type Tracked = ServerResponse & { [kContext]?: RequestContext };
 
 export interface RecorderDeps {
   debug: boolean;
@@ -21,10 +18,6 @@ export interface RecorderDeps {
   inject?: (req: IncomingMessage, res: ServerResponse, token: string, chunk: unknown, encoding: unknown) => Buffer | undefined;
 }
 
-/**
- * The recording middleware. Its work per request is a handful of property writes: the context
- * holds references, and everything that costs (collecting, redacting, serialising) runs later.
- */
 export function recorder(deps: RecorderDeps) {
   const { debug, bodyLimit, nextToken, done, inject } = deps;
 
@@ -38,13 +31,12 @@ export function recorder(deps: RecorderDeps) {
     // Read now: the router restores params and route as it unwinds.
     ctx.route = req.route?.path;
     ctx.params = req.params;
-    ctx.rss = process.memoryUsage.rss();
+    ctx.rss = rss(ctx.start + ctx.end);
     ctx.remoteAddress = req.socket?.remoteAddress;
-    for (const span of ctx.spans) if (span.end < 0) span.end = ctx.end;
     done(ctx);
   }
 
-  function stamp(res: Tracked, ctx: RequestContext) {
+  function stamp(res: ServerResponse, ctx: RequestContext) {
     if (res.headersSent) return;
     if (!res.hasHeader('x-debug-token')) setDebugHeaders(res, ctx.req as Request, ctx.token);
     if (debug && !res.hasHeader('x-robots-tag')) res.setHeader('X-Robots-Tag', 'noindex');
@@ -61,24 +53,44 @@ export function recorder(deps: RecorderDeps) {
     }
   }
 
-  // Shared by every response: they find their context through `this`, so no closure is made per request.
-  function write(this: Tracked, chunk: unknown, encoding?: unknown, cb?: unknown) {
-    const ctx = this[kContext]!;
-    stamp(this, ctx);
-    keep(ctx, chunk, encoding);
-    return this[kWrite].call(this, chunk, encoding, cb);
+  /**
+   * Express gives each app its own response and request prototypes (app.response, app.request).
+   * Wrapping write/end and defining req.log there, once, keeps every response the same shape:
+   * per-request own properties made V8 see a new hidden class on each response.
+   */
+  const patched = new WeakSet<object>();
+  function patchPrototypes(req: Request, res: Response) {
+    const resProto = Object.getPrototypeOf(res) as Record<string, unknown>;
+    if (patched.has(resProto)) return;
+    patched.add(resProto);
+    const write0 = resProto.write as Method;
+    const end0 = resProto.end as Method;
+    resProto.write = function write(this: Tracked, chunk: unknown, encoding?: unknown, cb?: unknown) {
+      const ctx = this[kContext];
+      if (ctx && ctx.recorder === recorderId) {
+        stamp(this, ctx);
+        keep(ctx, chunk, encoding);
+      }
+      return write0.call(this, chunk, encoding, cb);
+    };
+    resProto.end = function end(this: Tracked, chunk?: unknown, encoding?: unknown, cb?: unknown) {
+      const ctx = this[kContext];
+      if (!ctx || ctx.recorder !== recorderId) return end0.call(this, chunk, encoding, cb);
+      keep(ctx, chunk, encoding);
+      const injected = inject && chunk != null && typeof chunk !== 'function' ? inject(ctx.req, this, ctx.token, chunk, encoding) : undefined;
+      stamp(this, ctx);
+      if (injected) return end0.call(this, injected, typeof encoding === 'function' ? encoding : cb);
+      return end0.call(this, chunk, encoding, cb);
+    };
+    defineLog(Object.getPrototypeOf(req));
   }
-  function end(this: Tracked, chunk?: unknown, encoding?: unknown, cb?: unknown) {
-    const ctx = this[kContext]!;
-    keep(ctx, chunk, encoding);
-    const injected = inject && chunk != null && typeof chunk !== 'function' ? inject(ctx.req, this, ctx.token, chunk, encoding) : undefined;
-    stamp(this, ctx);
-    if (injected) return this[kEnd].call(this, injected, typeof encoding === 'function' ? encoding : cb);
-    return this[kEnd].call(this, chunk, encoding, cb);
-  }
+  const recorderId = {};
+  let lastApp: unknown;
 
   return function webProfilerRecorder(req: Request, res: Response, next: NextFunction) {
+    patchPrototypes(req, res);
     const ctx: RequestContext = {
+      recorder: recorderId,
       token: nextToken(),
       parent: null,
       time: Date.now(),
@@ -88,7 +100,7 @@ export function recorder(deps: RecorderDeps) {
       req,
       res,
       logs: [],
-      spans: [],
+      trail: [],
       error: undefined,
       route: undefined,
       params: undefined,
@@ -98,20 +110,49 @@ export function recorder(deps: RecorderDeps) {
       rss: 0,
       aborted: false,
       remoteAddress: undefined,
+      log: undefined,
     };
-    const tracked = res as unknown as Tracked;
-    tracked[kContext] = ctx;
-    tracked[kWrite] = res.write as Method;
-    tracked[kEnd] = res.end as Method;
-    tracked.write = write as never;
-    tracked.end = end as never;
-    res.on('finish', finish);
+    (res as Tracked)[kContext] = ctx;
+    // 'close' follows 'finish' on every response (keep-alive too) and also comes alone on abort.
     res.on('close', finish);
-    stamp(tracked, ctx);
-    (req as Request & { log: unknown }).log = requestLogger(ctx);
-    instrumentStack(routerStack(req.app));
+    stamp(res, ctx);
+    if (req.app !== lastApp) {
+      hookLayers(req.app);
+      lastApp = req.app;
+    }
     requestStore.run(ctx, next);
   };
+}
+
+const definedLog = new WeakSet<object>();
+
+/** req.log on the app's request prototype: made on first use, bound to its request. */
+function defineLog(reqProto: object): void {
+  if (definedLog.has(reqProto)) return;
+  definedLog.add(reqProto);
+  Object.defineProperty(reqProto, 'log', {
+    configurable: true,
+    get(this: Request) {
+      const ctx = contextOf(this.res);
+      if (!ctx) return logger;
+      return (ctx.log ??= new RequestLogger(ctx));
+    },
+    set(this: Request, value: unknown) {
+      Object.defineProperty(this, 'log', { value, writable: true, configurable: true, enumerable: true });
+    },
+  });
+}
+
+let rssValue = 0;
+let rssAt = -Infinity;
+
+/** Reading RSS is a read of /proc: once per 50 ms is exact enough for a panel, and cheap. */
+function rss(now: number): number {
+  if (now - rssAt > 50) {
+    rssValue = process.memoryUsage.rss();
+    rssAt = now;
+  }
+  return rssValue;
 }
 
 export function setDebugHeaders(res: ServerResponse, req: Request, token: string): void {

@@ -1,5 +1,6 @@
 import type { Profile } from './profile.js';
 import { isCorruption, ProfileStore } from './store.js';
+import { TokenBitmap } from './token-bitmap.js';
 
 export interface QueueOptions {
   database: string;
@@ -13,6 +14,8 @@ export interface QueueOptions {
 const MAX_WAITING = 20_000;
 const REOPEN_AFTER_MS = 2_000;
 const BATCH = 1_000;
+/** Age pruning scans by time: once a second is plenty. Count pruning is checked on every write. */
+const AGE_PRUNE_EVERY_MS = 1_000;
 
 /**
  * Batches finished requests and writes them after the response, in one transaction per flush.
@@ -22,7 +25,10 @@ const BATCH = 1_000;
 export class WriteQueue<T> {
   private pending: T[] = [];
   private built: Profile[] = [];
-  private readonly pendingTokens = new Set<string>();
+  /** Tokens waiting or stored, ours and other processes': what a new token must not be. */
+  private readonly taken = new TokenBitmap();
+  private lastSeenId = 0;
+  private nextAgePrune = 0;
   private timer: NodeJS.Timeout | undefined;
   private store: ProfileStore | undefined;
   private nextOpen = 0;
@@ -43,6 +49,8 @@ export class WriteQueue<T> {
     if (this.store || this.closed || Date.now() < this.nextOpen) return this.store;
     try {
       this.store = ProfileStore.open(this.options.database);
+      this.lastSeenId = 0;
+      this.learnTokens(this.store);
     } catch (err) {
       this.nextOpen = Date.now() + REOPEN_AFTER_MS;
       this.options.onError(`cannot open profiler storage ${this.options.database}: ${(err as Error).message}; requests are served, profiles wait in memory`);
@@ -51,18 +59,21 @@ export class WriteQueue<T> {
   }
 
   inUse(token: string): boolean {
-    if (this.pendingTokens.has(token)) return true;
-    try {
-      return this.store?.has(token) ?? false;
-    } catch {
-      return false;
+    return this.taken.has(token);
+  }
+
+  /** Mark the tokens written since we last looked, including other processes' into the same file. */
+  private learnTokens(store: ProfileStore): void {
+    for (const { id, token } of store.tokensAfter(this.lastSeenId)) {
+      this.taken.add(token);
+      this.lastSeenId = id;
     }
   }
 
   push(item: T): void {
     if (this.closed) return;
     this.pending.push(item);
-    this.pendingTokens.add(this.tokenOf(item));
+    this.taken.add(this.tokenOf(item));
     if (this.pending.length >= BATCH) this.schedule(0);
     else this.schedule(this.options.flushInterval);
   }
@@ -84,7 +95,7 @@ export class WriteQueue<T> {
     for (const item of items) this.built.push(this.build(item));
     if (this.built.length > MAX_WAITING) {
       const over = this.built.length - MAX_WAITING;
-      for (const p of this.built.splice(0, over)) this.pendingTokens.delete(p.token);
+      for (const p of this.built.splice(0, over)) this.taken.delete(p.token);
       this.dropped += over;
       this.options.onError(`profiler storage is behind: ${this.dropped} profiles dropped so far`);
     }
@@ -102,7 +113,11 @@ export class WriteQueue<T> {
       return this.retryLater();
     }
     this.built = [];
-    for (const p of batch) this.pendingTokens.delete(p.token);
+    try {
+      this.learnTokens(store);
+    } catch {
+      // Only a missed refresh: the next write catches up.
+    }
     this.prune(store);
     return batch.length;
   }
@@ -114,9 +129,17 @@ export class WriteQueue<T> {
 
   private prune(store: ProfileStore): void {
     try {
-      // A full chunk means there may be more: another step soon, never one long delete.
-      this.morePrune = store.prune(this.options.maxProfiles, this.options.maxAge) > 0;
-      if (this.morePrune) this.schedule(this.options.flushInterval);
+      const now = Date.now();
+      const byAge = now >= this.nextAgePrune;
+      if (byAge) this.nextAgePrune = now + AGE_PRUNE_EVERY_MS;
+      const gone = store.prune(this.options.maxProfiles, byAge ? this.options.maxAge : undefined, now);
+      for (const token of gone) this.taken.delete(token);
+      // Something went: there may be more, so another bounded step soon, never one long delete.
+      this.morePrune = gone.length > 0;
+      if (this.morePrune) {
+        this.nextAgePrune = 0;
+        this.schedule(this.options.flushInterval);
+      }
     } catch (err) {
       this.storageFailed(store, err);
     }

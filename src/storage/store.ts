@@ -31,7 +31,7 @@ export interface StoreStats {
 const ENCODING_JSON = 0;
 const ENCODING_DEFLATE = 1;
 /** Below this, deflate's header and CPU cost more than they save. */
-const COMPRESS_FROM = 1024;
+const COMPRESS_FROM = 8192;
 const PRUNE_CHUNK = 500;
 
 const SUMMARY_COLUMNS = 'token, parent, ip, method, url, status, time, duration, type';
@@ -55,14 +55,15 @@ export class ProfileStore {
     this.db = db;
     this.stmts = {
       has: db.prepare('SELECT 1 FROM profiles WHERE token = ?').pluck(),
-      insert: db.prepare(`INSERT INTO profiles (${SUMMARY_COLUMNS}) VALUES (@token, @parent, @ip, @method, @url, @status, @time, @duration, @type)`),
+      insert: db.prepare(`INSERT INTO profiles (${SUMMARY_COLUMNS}) VALUES (@token, @parent, @ip, @method, @url, @status, @time, @duration, @type) ON CONFLICT (token) DO NOTHING`),
+      tokensAfter: db.prepare('SELECT id, token FROM profiles WHERE id > ? ORDER BY id'),
+      span: db.prepare('SELECT min(id) AS first, max(id) AS last FROM profiles'),
       insertData: db.prepare('INSERT INTO profile_data (id, encoding, data) VALUES (?, ?, ?)'),
       read: db.prepare(`SELECT p.id, ${SUMMARY_COLUMNS}, d.encoding, d.data FROM profiles p LEFT JOIN profile_data d ON d.id = p.id WHERE p.token = ?`),
       idOf: db.prepare('SELECT id FROM profiles WHERE token = ?').pluck(),
       latest: db.prepare(`SELECT token FROM profiles WHERE type = ? ORDER BY id DESC LIMIT 1`).pluck(),
-      pruneAge: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE time < ? ORDER BY id LIMIT ${PRUNE_CHUNK})`),
-      cutoff: db.prepare('SELECT id FROM profiles ORDER BY id DESC LIMIT 1 OFFSET ?').pluck(),
-      pruneCount: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE id <= ? ORDER BY id LIMIT ${PRUNE_CHUNK})`),
+      pruneAge: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE time < ? ORDER BY id LIMIT ${PRUNE_CHUNK}) RETURNING token`).pluck(),
+      pruneCount: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE id <= ? ORDER BY id LIMIT ${PRUNE_CHUNK}) RETURNING token`).pluck(),
     };
   }
 
@@ -107,17 +108,28 @@ export class ProfileStore {
     return this.stmts.has.get(token) !== undefined;
   }
 
-  /** Write a batch in one transaction. A token taken meanwhile by another process is given one more character. */
+  /**
+   * Write a batch in one transaction. Another process may have taken a token meanwhile (a race of
+   * milliseconds): that profile is kept under the token with characters appended, never dropped.
+   */
   insert(profiles: Profile[]): void {
     this.db.transaction((batch: Profile[]) => {
       for (const profile of batch) {
         const { collectors, collectorErrors, ...summary } = profile;
-        while (this.has(summary.token) && summary.token.length < 32) summary.token += '0';
-        const { lastInsertRowid } = this.stmts.insert.run(summary);
+        let result = this.stmts.insert.run(summary);
+        while (result.changes === 0 && summary.token.length < 32) {
+          summary.token += '0';
+          result = this.stmts.insert.run(summary);
+        }
         const [encoding, data] = encode(JSON.stringify({ collectors, collectorErrors }));
-        this.stmts.insertData.run(lastInsertRowid, encoding, data);
+        this.stmts.insertData.run(result.lastInsertRowid, encoding, data);
       }
     }).immediate(profiles);
+  }
+
+  /** Tokens stored after row `id`, with their row ids: all of them from 0, or what others wrote since. */
+  tokensAfter(id: number): { id: number; token: string }[] {
+    return this.stmts.tokensAfter.all(id) as { id: number; token: string }[];
   }
 
   read(token: string): Profile | undefined {
@@ -155,14 +167,17 @@ export class ProfileStore {
   }
 
   /**
-   * One bounded step of retention: at most PRUNE_CHUNK rows for age and as many for count.
-   * Returns how many rows went, so a caller can schedule another step while there is more to do.
+   * One bounded step of retention, at most PRUNE_CHUNK rows: over the count first, then (when
+   * `maxAge` is given) too old. Returns the tokens that went, so their bits can be cleared and a
+   * caller can schedule another step while a full chunk went.
    */
-  prune(maxProfiles: number, maxAge: number, now = Date.now()): number {
-    let removed = this.stmts.pruneAge.run(now - maxAge).changes;
-    const cutoff = this.stmts.cutoff.get(maxProfiles) as number | undefined;
-    if (cutoff !== undefined) removed += this.stmts.pruneCount.run(cutoff).changes;
-    return removed;
+  prune(maxProfiles: number, maxAge?: number, now = Date.now()): string[] {
+    // Rows go oldest first and ids only grow, so the id span is the count, read in O(log n).
+    const { first, last } = this.stmts.span.get() as { first: number | null; last: number | null };
+    if (first !== null && last !== null && last - first + 1 > maxProfiles) {
+      return this.stmts.pruneCount.all(last - maxProfiles) as string[];
+    }
+    return maxAge === undefined ? [] : (this.stmts.pruneAge.all(now - maxAge) as string[]);
   }
 
   /** Delete profiles older than `before` (epoch ms), or all of them. Returns how many went. */
