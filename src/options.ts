@@ -28,7 +28,7 @@ export interface ProfilerOptions {
   allowedHosts?: string[];
   /** Editor link format for stack frames, e.g. 'vscode://file/%f:%l'. Off by default. */
   editorLink?: string;
-  /** Where the profiler logs its own trouble. Default: console.error, once per kind. */
+  /** Where the profiler tells its own trouble (each once per episode). Default: stderr. */
   onError?: (message: string) => void;
   /** Milliseconds between storage flushes. Default 100. */
   flushInterval?: number;
@@ -81,18 +81,8 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
     secret: options.secret ?? (env.WEB_PROFILER_SECRET || undefined),
     allowedHosts: (options.allowedHosts ?? []).map((h) => h.toLowerCase()),
     editorLink: options.editorLink,
-    onError: options.onError ?? onceConsole(),
+    onError: options.onError ?? ((message) => process.stderr.write(`[web-profiler] ${message}\n`)),
     flushInterval: options.flushInterval ?? 100,
     collectors: [...corePanels, ...(options.collectors ?? [])],
-  };
-}
-
-/** The profiler's own trouble is told once per message, so a broken disk does not flood the log. */
-function onceConsole(): (message: string) => void {
-  const told = new Set<string>();
-  return (message) => {
-    if (told.has(message)) return;
-    told.add(message);
-    process.stderr.write(`[web-profiler] ${message}\n`);
   };
 }

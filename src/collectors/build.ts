@@ -12,9 +12,19 @@ export function requestUrl(req: Request, withQuery = true): string {
   return `${req.protocol}://${host}${withQuery ? url : url.split('?')[0]}`;
 }
 
+/** A collector that fails fails on every request alike: told once per collector and message. */
+const told = new WeakMap<ResolvedOptions, Set<string>>();
+function tellOnce(options: ResolvedOptions, message: string): void {
+  let seen = told.get(options);
+  if (!seen) told.set(options, (seen = new Set()));
+  if (seen.has(message)) return;
+  seen.add(message);
+  options.onError(message);
+}
+
 /**
  * Turn a finished request into a Profile. A collector that throws costs its own panel only:
- * the error is told once through onError and noted in the profile.
+ * the error is told once through onError and noted in every profile it spoiled.
  */
 export function buildProfile(ctx: RequestContext, collectors: Collector[], options: ResolvedOptions): Profile {
   const req = ctx.req as Request;
@@ -36,7 +46,7 @@ export function buildProfile(ctx: RequestContext, collectors: Collector[], optio
       if (data !== undefined) profile.collectors[collector.id] = data;
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      options.onError(`collector "${collector.id}" failed: ${message}`);
+      tellOnce(options, `collector "${collector.id}" failed: ${message}`);
       (profile.collectorErrors ??= {})[collector.id] = message;
     }
   }

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import type { Profile } from './profile.js';
 import { isCorruption, ProfileStore } from './store.js';
 import { TokenBitmap } from './token-bitmap.js';
@@ -28,6 +29,8 @@ export class WriteQueue<T> {
   /** Tokens waiting or stored, ours and other processes': what a new token must not be. */
   private readonly taken = new TokenBitmap();
   private lastSeenId = 0;
+  /** The inode opened: a file deleted or replaced under us is noticed at the next write. */
+  private inode = 0;
   private nextAgePrune = 0;
   private timer: NodeJS.Timeout | undefined;
   private store: ProfileStore | undefined;
@@ -35,6 +38,8 @@ export class WriteQueue<T> {
   private dropped = 0;
   private closed = false;
   private morePrune = false;
+  /** The trouble last told: each is said once per episode, and its end is said too. */
+  private trouble: string | undefined;
 
   constructor(
     private readonly options: QueueOptions,
@@ -44,16 +49,23 @@ export class WriteQueue<T> {
     this.open();
   }
 
+  private tell(message: string): void {
+    if (message === this.trouble) return;
+    this.trouble = message;
+    this.options.onError(message);
+  }
+
   /** The store, opened on demand; undefined while it cannot be opened. */
   open(): ProfileStore | undefined {
     if (this.store || this.closed || Date.now() < this.nextOpen) return this.store;
     try {
       this.store = ProfileStore.open(this.options.database);
+      this.inode = inodeOf(this.options.database);
       this.lastSeenId = 0;
       this.learnTokens(this.store);
     } catch (err) {
       this.nextOpen = Date.now() + REOPEN_AFTER_MS;
-      this.options.onError(`cannot open profiler storage ${this.options.database}: ${(err as Error).message}; requests are served, profiles wait in memory`);
+      this.tell(`cannot open profiler storage ${this.options.database}: ${(err as Error).message}; requests are served, profiles wait in memory`);
     }
     return this.store;
   }
@@ -88,8 +100,25 @@ export class WriteQueue<T> {
     this.timer.unref();
   }
 
+  /**
+   * SQLite writes on to a file that was deleted or replaced, and what it writes is lost. A stat per
+   * flush (not per request) tells: then the old handle goes and a new file is opened.
+   */
+  private checkFile(): void {
+    if (!this.store || this.options.database === ':memory:') return;
+    const now = inodeOf(this.options.database);
+    if (now === this.inode) return;
+    this.tell(now === 0
+      ? `profiler storage ${this.options.database} was deleted; starting a new file`
+      : `profiler storage ${this.options.database} was replaced; reopening it`);
+    this.store.close();
+    this.store = undefined;
+    this.nextOpen = 0;
+  }
+
   /** Write everything that waits. Synchronous; returns the number of profiles written. */
   flush(): number {
+    this.checkFile();
     const items = this.pending;
     this.pending = [];
     for (const item of items) this.built.push(this.build(item));
@@ -97,7 +126,7 @@ export class WriteQueue<T> {
       const over = this.built.length - MAX_WAITING;
       for (const p of this.built.splice(0, over)) this.taken.delete(p.token);
       this.dropped += over;
-      this.options.onError(`profiler storage is behind: ${this.dropped} profiles dropped so far`);
+      this.tell(`profiler storage is behind: ${this.dropped} profiles dropped so far`);
     }
     const store = this.built.length > 0 || this.morePrune ? this.open() : undefined;
     if (this.built.length === 0) {
@@ -113,6 +142,10 @@ export class WriteQueue<T> {
       return this.retryLater();
     }
     this.built = [];
+    if (this.trouble !== undefined) {
+      this.trouble = undefined;
+      this.options.onError(`profiler storage is writable again: ${batch.length} waiting profiles written`);
+    }
     try {
       this.learnTokens(store);
     } catch {
@@ -148,16 +181,16 @@ export class WriteQueue<T> {
   private storageFailed(store: ProfileStore, err: unknown): void {
     const code = String((err as { code?: unknown }).code ?? '');
     if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
-      this.options.onError(`profiler storage is locked by another process; profiles wait and will be written`);
+      this.tell('profiler storage is locked by another process; profiles wait and will be written');
       return;
     }
-    this.options.onError(`profiler storage failed (${code || (err as Error).message}); profiles wait and will be written`);
+    this.tell(`profiler storage failed (${code || (err as Error).message}); profiles wait and will be written`);
     store.close();
     this.store = undefined;
     if (isCorruption(err) && store.file !== ':memory:') {
       try {
         const aside = ProfileStore.moveAside(store.file);
-        this.options.onError(`profiler storage was corrupt: moved to ${aside}, starting a new file`);
+        this.tell(`profiler storage was corrupt: moved to ${aside}, starting a new file`);
       } catch {
         // Could not move it; the next open reports why.
       }
@@ -172,3 +205,11 @@ export class WriteQueue<T> {
     this.store = undefined;
   }
 }
+
+const inodeOf = (file: string): number => {
+  try {
+    return statSync(file).ino;
+  } catch {
+    return 0;
+  }
+};

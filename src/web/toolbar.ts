@@ -25,6 +25,9 @@ export function withToolbar(req: IncomingMessage, res: ServerResponse, token: st
   if (!type.includes('html') || res.getHeader('content-encoding')) return undefined;
   if (/attachment/i.test(String(res.getHeader('content-disposition') ?? ''))) return undefined;
   if (req.headers['x-requested-with'] === 'XMLHttpRequest') return undefined;
+  // A policy that forbids inline scripts would block the loader: leave such pages (ours included) alone.
+  const csp = String(res.getHeader('content-security-policy') ?? '');
+  if (/(script|default)-src/.test(csp) && !csp.includes("'unsafe-inline'")) return undefined;
   if (typeof chunk === 'string' && !/<\/body>/i.test(chunk)) return undefined;
   const body = typeof chunk === 'string' ? Buffer.from(chunk, (encoding as BufferEncoding) || 'utf8') : chunk;
   const at = lastBodyClose(body);

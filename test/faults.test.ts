@@ -1,0 +1,216 @@
+import Database from 'better-sqlite3';
+import express from 'express';
+import { fork, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { webProfiler } from '../src/index.js';
+import { listen, readRows, tempDb, type Running } from './helpers.js';
+
+const running: Running[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((r) => r.close()));
+});
+
+async function app(database: string) {
+  const errors: string[] = [];
+  const profiler = webProfiler({ database, flushInterval: 10, onError: (m) => errors.push(m) });
+  const e = express();
+  e.use(profiler);
+  e.get('/hello', (_req, res) => res.send('hello'));
+  e.use(profiler.notFound);
+  e.use(profiler.errorHandler);
+  const server = await listen(e);
+  running.push(server);
+  const hit = async () => {
+    const started = performance.now();
+    const res = await fetch(`${server.url}/hello`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('hello');
+    return { token: res.headers.get('x-debug-token')!, ms: performance.now() - started };
+  };
+  return { profiler, errors, hit };
+}
+
+const storedTokens = (file: string) => new Set(readRows(file).map((r) => r.token));
+
+describe('storage faults: the app keeps answering, the profiler says so once and recovers', () => {
+  it('a database file deleted while running is replaced by a new one', async () => {
+    const db = tempDb();
+    const { profiler, errors, hit } = await app(db);
+    await hit();
+    profiler.flush();
+    for (const suffix of ['', '-wal', '-shm']) rmSync(db + suffix, { force: true });
+    const after = await hit();
+    profiler.flush();
+    expect(errors.some((m) => m.includes('was deleted; starting a new file'))).toBe(true);
+    expect(storedTokens(db)).toEqual(new Set([after.token]));
+  });
+
+  it('a file replaced by garbage is moved aside and a new one started', async () => {
+    const db = tempDb();
+    const { profiler, errors, hit } = await app(db);
+    await hit();
+    profiler.flush();
+    profiler.close();
+    writeFileSync(db, Buffer.alloc(8192, 0x5a));
+    rmSync(`${db}-wal`, { force: true });
+    rmSync(`${db}-shm`, { force: true });
+    const again = await app(db);
+    const { token } = await again.hit();
+    again.profiler.flush();
+    expect(storedTokens(db)).toEqual(new Set([token]));
+    expect(readdirSync(path.dirname(db)).some((f) => f.startsWith('profiler.sqlite.corrupt-'))).toBe(true);
+    expect(errors).toEqual([]);
+  });
+
+  it('a file replaced while open is noticed and reopened, losing nothing', async () => {
+    const db = tempDb();
+    const { profiler, errors, hit } = await app(db);
+    const before = await hit();
+    profiler.flush();
+    rmSync(db);
+    writeFileSync(db, 'this is not a database at all, '.repeat(300));
+    const after = await hit();
+    profiler.flush();
+    expect(errors.some((m) => m.includes('was replaced; reopening it'))).toBe(true);
+    // The WAL still held every page: SQLite reads them over the garbage, so both profiles stand.
+    const stored = storedTokens(db);
+    expect(stored.has(before.token) && stored.has(after.token)).toBe(true);
+    const check = new Database(db, { readonly: true });
+    expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
+    check.close();
+  });
+
+  it('another process holding the write lock: requests stay fast, profiles wait and land', async () => {
+    const db = tempDb();
+    const { profiler, errors, hit } = await app(db);
+    await hit();
+    profiler.flush();
+    const other = new Database(db);
+    other.pragma('busy_timeout = 0');
+    other.prepare('BEGIN IMMEDIATE').run();
+    const during: { token: string; ms: number }[] = [];
+    const until = Date.now() + 3000;
+    while (Date.now() < until) {
+      during.push(await hit());
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    other.prepare('COMMIT').run();
+    other.close();
+    expect(Math.max(...during.map((d) => d.ms))).toBeLessThan(500);
+    expect(errors.filter((m) => m.includes('locked by another process'))).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 2500));
+    profiler.flush();
+    const stored = storedTokens(db);
+    for (const d of during) expect(stored.has(d.token), d.token).toBe(true);
+    expect(errors.at(-1)).toMatch(/^profiler storage is writable again: \d+ waiting profiles written$/);
+  }, 20_000);
+
+  it('a full database: the app answers, nothing is lost once there is room again', async () => {
+    const db = tempDb();
+    const { profiler, errors, hit } = await app(db);
+    await hit();
+    profiler.flush();
+    const store = profiler.store()!;
+    const pages = store.db.pragma('page_count', { simple: true }) as number;
+    store.db.pragma(`max_page_count = ${pages}`);
+    const tokens: string[] = [];
+    for (let i = 0; i < 40; i++) tokens.push((await hit()).token);
+    profiler.flush();
+    expect(errors.some((m) => /SQLITE_FULL/.test(m))).toBe(true);
+    // The failed store was closed; the next open has no page limit.
+    await new Promise((r) => setTimeout(r, 2100));
+    profiler.flush();
+    const stored = storedTokens(db);
+    for (const t of tokens) expect(stored.has(t), t).toBe(true);
+  });
+});
+
+function spawnServer(database: string) {
+  const child = fork(path.resolve('test/fixtures/recording-server.mjs'), [database], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const committed = new Set<string>();
+  const errors: string[] = [];
+  child.on('message', (msg: { type: string; tokens?: string[]; message?: string }) => {
+    if (msg.type === 'committed') msg.tokens!.forEach((t) => committed.add(t));
+    if (msg.type === 'error') errors.push(msg.message!);
+  });
+  const ready = new Promise<string>((resolve, reject) => {
+    child.once('error', reject);
+    child.on('message', (msg: { type: string; port?: number }) => {
+      if (msg.type === 'ready') resolve(`http://127.0.0.1:${msg.port}`);
+    });
+  });
+  const stop = () => new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.send({ type: 'stop' });
+  });
+  return { child, ready, committed, errors, stop };
+}
+
+/** n GETs spread over the given servers, `concurrency` at a time; the tokens they announced. */
+async function hammer(urls: string[], n: number, concurrency: number, onError?: (e: unknown) => void) {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const tokens: string[] = [];
+  let sent = 0;
+  const one = (url: string) => new Promise<void>((resolve) => {
+    request(`${url}/hello`, { agent }, (res) => {
+      res.resume();
+      res.on('end', () => {
+        if (res.statusCode === 200) tokens.push(String(res.headers['x-debug-token']));
+        resolve();
+      });
+    }).on('error', (e) => {
+      onError?.(e);
+      resolve();
+    }).end();
+  });
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (sent < n) await one(urls[sent++ % urls.length]);
+  }));
+  agent.destroy();
+  return tokens;
+}
+
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+});
+
+describe('several processes and crashes', () => {
+  it('two processes recording into one file lose nothing and share no token', async () => {
+    const db = tempDb();
+    const a = spawnServer(db);
+    const b = spawnServer(db);
+    children.push(a.child, b.child);
+    const urls = await Promise.all([a.ready, b.ready]);
+    const tokens = await hammer(urls, 3000, 20);
+    expect(tokens).toHaveLength(3000);
+    expect(new Set(tokens).size).toBe(3000);
+    await Promise.all([a.stop(), b.stop()]);
+    const rows = readRows(db);
+    expect(rows).toHaveLength(3000);
+    expect(new Set(rows.map((r) => r.token))).toEqual(new Set(tokens));
+    expect([...a.errors, ...b.errors].filter((m) => /BUSY|locked/.test(m))).toEqual([]);
+  }, 60_000);
+
+  it('kill -9 under load: the file opens cleanly and holds every committed batch', async () => {
+    const db = tempDb();
+    const server = spawnServer(db);
+    children.push(server.child);
+    const url = await server.ready;
+    const load = hammer([url], 50_000, 20);
+    await new Promise((r) => setTimeout(r, 1500));
+    server.child.kill('SIGKILL');
+    await load;
+    const committed = [...server.committed];
+    expect(committed.length).toBeGreaterThan(100);
+    const check = new Database(db);
+    expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
+    check.close();
+    const stored = storedTokens(db);
+    for (const t of committed) expect(stored.has(t), t).toBe(true);
+    expect(existsSync(db)).toBe(true);
+  }, 60_000);
+});

@@ -1,0 +1,198 @@
+import express, { type Request } from 'express';
+import { request as httpRequest } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { webProfiler, type WebProfiler } from '../src/index.js';
+import { resolveOptions } from '../src/options.js';
+import { checkAccess } from '../src/web/access.js';
+import { listen, readRows, tempDb, type Running } from './helpers.js';
+
+/** Raw HTTP, for what fetch would normalise or refuse: backslashes, bad escapes, huge headers, a chosen Host. */
+function raw(base: string, method: string, path: string, headers: Record<string, string> = {}, body?: Buffer | string) {
+  const url = new URL(base);
+  return new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
+    const req = httpRequest({ host: url.hostname, port: url.port, method, path, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function build(profiler?: WebProfiler) {
+  const app = express();
+  app.set('strict routing', true);
+  if (profiler) app.use(profiler);
+  app.use(express.json({ limit: '20mb' }));
+  app.use(express.raw({ type: 'application/octet-stream', limit: '20mb' }));
+  app.get('/q', (req, res) => res.json({ keys: Object.keys(req.query as object).length }));
+  app.get('/items/:id', (req, res) => res.json({ id: req.params.id }));
+  app.post('/echo', (req, res) => res.json({ type: typeof req.body, size: JSON.stringify(req.body ?? null).length }));
+  app.post('/bin', (req, res) => res.json({ bytes: Buffer.isBuffer(req.body) ? req.body.length : -1 }));
+  app.get('/*rest/', (_req, res) => res.send('any path with a slash'));
+  if (profiler) {
+    app.use(profiler.notFound);
+    app.use(profiler.errorHandler);
+  }
+  return app;
+}
+
+let bare: Running;
+let profiled: Running;
+let profiler: WebProfiler;
+let db: string;
+
+beforeAll(async () => {
+  db = tempDb();
+  profiler = webProfiler({ database: db, onError: () => {} });
+  bare = await listen(build());
+  profiled = await listen(build(profiler));
+});
+afterAll(async () => {
+  await bare.close();
+  await profiled.close();
+});
+
+describe('hostile requests: the app answers as it would without the profiler, and the profile is stored', () => {
+  const cases: [string, string, string, Record<string, string>, (Buffer | string)?][] = [
+    ['invalid UTF-8 in the query', 'GET', '/q?name=%ff%fe&x=%E0%A4%A', {}],
+    ['invalid UTF-8 in the path', 'GET', '/items/%ff', {}],
+    ['1,000 query parameters', 'GET', `/q?${Array.from({ length: 1000 }, (_, i) => `p${i}=${i}`).join('&')}`, {}],
+    ['malformed JSON', 'POST', '/echo', { 'content-type': 'application/json' }, '{"a": [1, 2'],
+    ['a 10 MB JSON body', 'POST', '/echo', { 'content-type': 'application/json' }, JSON.stringify({ blob: 'x'.repeat(10 * 1024 * 1024) })],
+    ['a binary body', 'POST', '/bin', { 'content-type': 'application/octet-stream' }, Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 256))],
+    ['a 15 KB header', 'GET', '/q', { 'x-big': 'h'.repeat(15 * 1024) }],
+  ];
+  for (const [name, method, path, headers, body] of cases) {
+    it(name, async () => {
+      const without = await raw(bare.url, method, path, headers, body);
+      const withIt = await raw(profiled.url, method, path, { ...headers, accept: 'application/json' }, body);
+      expect(withIt.status).toBe(without.status);
+      if (without.status < 400) expect(withIt.body).toBe(without.body);
+      const token = withIt.headers['x-debug-token'] as string;
+      expect(token).toMatch(/^[0-9a-f]{6}$/);
+      profiler.flush();
+      const row = readRows(db).find((r) => r.token === token);
+      expect(row, 'stored').toBeDefined();
+      expect(row!.status).toBe(without.status);
+    });
+  }
+
+  it('keeps a 10 MB body to its limit in the profile', async () => {
+    const res = await raw(profiled.url, 'POST', '/echo', { 'content-type': 'application/json' }, JSON.stringify({ blob: 'y'.repeat(10 * 1024 * 1024) }));
+    profiler.flush();
+    const row = readRows(db).find((r) => r.token === res.headers['x-debug-token'])!;
+    expect(row.collectors.request.body).toMatchObject({ truncated: true, kind: 'text' });
+    expect(row.collectors.request.body.text.length).toBe(64 * 1024);
+  });
+});
+
+describe('the trailing-slash redirect never leaves the host', () => {
+  for (const path of ['//evil.example', '/\\evil.example', '//evil.example/x', '/\\/evil.example', '/%2F%2Fevil.example', '/%5Cevil.example']) {
+    it(path, async () => {
+      const res = await raw(profiled.url, 'GET', path, { accept: 'text/plain' });
+      const location = res.headers.location as string | undefined;
+      if (res.status === 301) {
+        expect(location).toMatch(/^\/[^/\\]/);
+        expect(new URL(location!, profiled.url).host).toBe(new URL(profiled.url).host);
+      } else {
+        expect(location).toBeUndefined();
+      }
+    });
+  }
+});
+
+describe('tokens and parameters never make a 500 or leak a trace', () => {
+  let staging: Running;
+  beforeAll(async () => {
+    const p = webProfiler({ database: tempDb(), debug: false, onError: () => {} });
+    staging = await listen(build(p));
+  });
+  afterAll(() => staging.close());
+
+  const paths = ['/_profiler/..%2F..%2Fetc%2Fpasswd', '/_profiler/%00', '/_profiler/ABCDEF', '/_profiler/a', `/_profiler/${'a'.repeat(100)}`,
+    "/_profiler/'%20OR%201=1%20--", '/_profiler/abcdef?panel=%00', '/_profiler/search?limit=99999999999', '/_profiler/search?limit=-5',
+    '/_profiler/search?start=not-a-date', '/_profiler/search?status_code=%ff', '/_profiler/search?ip[]=x&url[a]=b', '/_profiler/latest?type=%3Cscript%3E',
+    '/_wdt/..%2F', '/_profiler/search?token=%ff', '/_profiler/%ff'];
+  for (const path of paths) {
+    it(path, async () => {
+      for (const accept of ['text/html', 'application/json']) {
+        const res = await raw(staging.url, 'GET', path, { accept });
+        // Array and object values are reduced or ignored (200); nothing is a 500.
+        expect([200, 302, 400, 404]).toContain(res.status);
+        expect(res.body).not.toMatch(/\n\s+at |node_modules|\.ts:\d+/);
+      }
+    });
+  }
+});
+
+describe('access', () => {
+  const options = resolveOptions({ secret: 's3cret' }, {});
+  const req = (remoteAddress: string, headers: Record<string, string> = {}, query: Record<string, string> = {}) =>
+    ({ socket: { remoteAddress }, headers: { host: '127.0.0.1:8000', ...headers }, query }) as unknown as Request;
+
+  it('lets loopback clients in through loopback host names only', () => {
+    for (const address of ['127.0.0.1', '::1', '::ffff:127.0.0.1']) expect(checkAccess(req(address), options).ok).toBe(true);
+    for (const host of ['localhost:8000', 'admin.localhost', '[::1]:3000']) expect(checkAccess(req('127.0.0.1', { host }), options).ok).toBe(true);
+    const rebinding = checkAccess(req('127.0.0.1', { host: 'attacker.example' }), options);
+    expect(rebinding).toMatchObject({ ok: false, reason: expect.stringContaining('attacker.example') });
+    expect(checkAccess(req('127.0.0.1', { host: 'dev.internal' }), resolveOptions({ allowedHosts: ['dev.internal'] }, {})).ok).toBe(true);
+  });
+
+  it('refuses other clients unless they present the secret, whatever they claim', () => {
+    expect(checkAccess(req('10.1.2.3'), options).ok).toBe(false);
+    expect(checkAccess(req('10.1.2.3', { 'x-forwarded-for': '127.0.0.1' }), options).ok).toBe(false);
+    expect(checkAccess(req('10.1.2.3', { 'x-profiler-secret': 'wrong' }), options).ok).toBe(false);
+    expect(checkAccess(req('10.1.2.3', { 'x-profiler-secret': 's3cret' }), options).ok).toBe(true);
+    expect(checkAccess(req('10.1.2.3', { cookie: 'a=b; web_profiler_secret=s3cret' }), options).ok).toBe(true);
+    expect(checkAccess(req('10.1.2.3', {}, { _profiler_secret: 's3cret' }), options).ok).toBe(true);
+    expect(checkAccess(req('10.1.2.3', { 'x-profiler-secret': 's3cret' }), resolveOptions({}, {})).ok).toBe(false);
+  });
+
+  it('an authorize() function decides alone, and may throw without letting anyone in', () => {
+    expect(checkAccess(req('10.1.2.3'), resolveOptions({ authorize: () => true }, {})).ok).toBe(true);
+    expect(checkAccess(req('127.0.0.1'), resolveOptions({ authorize: () => false }, {})).ok).toBe(false);
+    expect(checkAccess(req('127.0.0.1'), resolveOptions({ authorize: () => { throw new Error('x'); } }, {})).ok).toBe(false);
+  });
+
+  it('covers pages, JSON twins and the toolbar alike', async () => {
+    const p = webProfiler({ database: tempDb(), authorize: () => false, onError: () => {} });
+    const server = await listen(build(p));
+    try {
+      const token = (await fetch(`${server.url}/q`)).headers.get('x-debug-token');
+      for (const path of ['/_profiler/', `/_profiler/${token}`, '/_profiler/search?url=q', '/_profiler/latest', `/_wdt/${token}`]) {
+        for (const accept of ['text/html', 'application/json']) {
+          const res = await fetch(server.url + path, { headers: { accept }, redirect: 'manual' });
+          expect(res.status, `${path} ${accept}`).toBe(403);
+          expect(await res.text()).not.toContain('/q');
+        }
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('is off in production: no routes, no headers, no recording', async () => {
+    for (const env of [{ NODE_ENV: 'production' }, { APP_ENV: 'prod' }]) {
+      const options = resolveOptions({}, env);
+      expect(options.enabled).toBe(false);
+    }
+    expect(resolveOptions({ enabled: true }, { NODE_ENV: 'production' }).enabled).toBe(true);
+  });
+
+  it('a secret in the query becomes an HttpOnly, SameSite=Strict cookie', async () => {
+    const p = webProfiler({ database: tempDb(), secret: 'q-secret', onError: () => {} });
+    const server = await listen(build(p));
+    try {
+      const res = await raw(server.url, 'GET', '/_profiler/?_profiler_secret=q-secret', { host: 'staging.example.com' });
+      expect(res.status).toBe(200);
+      expect(String(res.headers['set-cookie'])).toMatch(/^web_profiler_secret=q-secret; Path=\/; HttpOnly; SameSite=Strict/);
+      const wrong = await raw(server.url, 'GET', '/_profiler/?_profiler_secret=nope', { host: 'staging.example.com' });
+      expect(wrong.status).toBe(403);
+      expect(wrong.headers['set-cookie']).toBeUndefined();
+    } finally {
+      await server.close();
+    }
+  });
+});
