@@ -13,6 +13,8 @@ export interface DemoConfig {
   /** SQLite file of the profiles. */
   profilerDb: string;
   profilerSecret?: string;
+  /** Retention cap of the profiler (WEB_PROFILER_MAX_PROFILES). */
+  maxProfiles: number;
 }
 
 export function configFrom(env: NodeJS.ProcessEnv = process.env): DemoConfig {
@@ -29,6 +31,7 @@ export function configFrom(env: NodeJS.ProcessEnv = process.env): DemoConfig {
     platformDb: env.PLATFORM_DB ?? path.join(storage, 'platform.sqlite'),
     profilerDb: env.WEB_PROFILER_DB ?? path.join(storage, `profiler-${appEnv}.sqlite`),
     profilerSecret: env.WEB_PROFILER_SECRET || undefined,
+    maxProfiles: Number(env.WEB_PROFILER_MAX_PROFILES ?? 10_000),
   };
 }
 
@@ -36,9 +39,9 @@ export function configFrom(env: NodeJS.ProcessEnv = process.env): DemoConfig {
 export function profilerOptions(config: DemoConfig): ProfilerOptions {
   switch (config.env) {
     case 'dev':
-      return { enabled: true, debug: true, database: config.profilerDb, secret: config.profilerSecret, allowedHosts: [config.adminHost] };
+      return { enabled: true, debug: true, database: config.profilerDb, secret: config.profilerSecret, allowedHosts: [config.adminHost], maxProfiles: config.maxProfiles };
     case 'staging':
-      return { enabled: true, debug: false, database: config.profilerDb, secret: config.profilerSecret, allowedHosts: [config.adminHost] };
+      return { enabled: true, debug: false, database: config.profilerDb, secret: config.profilerSecret, allowedHosts: [config.adminHost], maxProfiles: config.maxProfiles };
     case 'prod':
       return { enabled: false, debug: false };
   }

@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import { createDemoApp } from './app.js';
 import { configFrom } from './config.js';
 
@@ -5,8 +6,10 @@ const config = configFrom();
 const demo = await createDemoApp(config);
 
 const server = demo.app.listen(config.port, config.host, () => {
-  const api = `http://${config.host}:${config.port}`;
-  const admin = `http://${config.adminHost}:${config.port}`;
+  // The port actually bound: PORT=0 picks a free one.
+  const { port } = server.address() as AddressInfo;
+  const api = `http://${config.host}:${port}`;
+  const admin = `http://${config.adminHost}:${port}`;
   console.log(`Platform service (APP_ENV=${config.env})`);
   console.log(`  API        ${api}   (POST /api/authenticate, GET /api/me, HEAD /pub/status/db|web)`);
   console.log(`  Admin      ${admin}/`);

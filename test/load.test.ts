@@ -1,0 +1,67 @@
+import autocannon from 'autocannon';
+import Database from 'better-sqlite3';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from './helpers.js';
+
+// Long: 100,000 requests. .ci/run sets LONG_TESTS=1; locally: LONG_TESTS=1 npx vitest run test/load.test.ts
+const LONG = process.env.LONG_TESTS === '1';
+if (!LONG) process.stderr.write('\n!!! LOAD TEST SKIPPED: set LONG_TESTS=1 to run 100,000 requests against the demo (.ci/run does).\n\n');
+
+const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+
+describe.skipIf(!LONG)('load against npm start', () => {
+  it('100,000 requests at concurrency 100: no error, one stored profile each, RSS bounded, the cap held', async () => {
+    const dir = tempDir();
+    const cap = 100_000;
+    const child = spawn(process.execPath, ['dist/demo/main.js'], {
+      env: { ...process.env, PORT: '0', APP_ENV: 'dev', STORAGE_DIR: path.join(dir, 'storage'), WEB_PROFILER_MAX_PROFILES: String(cap) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout!.on('data', (d) => {
+          out += d;
+          const m = /API\s+(http:\/\/\S+)/.exec(out);
+          if (m) resolve(m[1]);
+        });
+        child.once('exit', (code) => reject(new Error(`demo exited with ${code}: ${out}`)));
+      });
+      const tokens: string[] = [];
+      const run = (amount: number) => autocannon({
+        url,
+        connections: 100,
+        amount,
+        requests: [{ method: 'GET', path: '/pub/status/web', onResponse: (_status: number, _body: string, _ctx: unknown, headers: Record<string, string>) => { tokens.push(headers['x-debug-token'] ?? headers['X-Debug-Token']); } }],
+      } as autocannon.Options);
+      await run(5_000);
+      const rssBefore = rssOf(child.pid!);
+      const result = await run(95_000);
+      const rssAfter = rssOf(child.pid!);
+      expect(result.errors + result.timeouts + result.non2xx).toBe(0);
+      expect(tokens).toHaveLength(100_000);
+      expect(new Set(tokens).size).toBe(100_000);
+      // Memory: the queue and caches are bounded; 100k requests must not grow the process by more than 150 MiB.
+      expect(rssAfter - rssBefore).toBeLessThan(150 * 2 ** 20);
+      // Let the last batch land (flushes every 100 ms), then read every token back.
+      await new Promise((r) => setTimeout(r, 1000));
+      const db = new Database(path.join(dir, 'storage', 'profiler-dev.sqlite'), { readonly: true });
+      const stored = new Set(db.prepare('SELECT token FROM profiles').pluck().all() as string[]);
+      db.close();
+      expect(stored.size).toBe(100_000);
+      for (const t of tokens) if (!stored.has(t)) throw new Error(`token ${t} answered but not stored`);
+      // Past the cap, retention prunes the oldest: the count stays at the cap.
+      await run(5_000);
+      await new Promise((r) => setTimeout(r, 3000));
+      const again = new Database(path.join(dir, 'storage', 'profiler-dev.sqlite'), { readonly: true });
+      const count = again.prepare('SELECT count(*) FROM profiles').pluck().get() as number;
+      again.close();
+      expect(count).toBe(cap);
+    } finally {
+      child.kill('SIGTERM');
+    }
+  }, 300_000);
+});
