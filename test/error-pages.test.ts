@@ -186,3 +186,21 @@ describe('production', () => {
     expect(await res.text()).not.toContain('Profiler');
   });
 });
+
+describe('debug pages without the profiler', () => {
+  it('show the exception but no links to a profiler that is not there', async () => {
+    const { app } = buildApp({ debug: true, enabled: false });
+    const server = await listen(app);
+    try {
+      const res = await fetch(`${server.url}/throws`, { headers: html });
+      expect(res.status).toBe(500);
+      const page = await res.text();
+      expect(page).toContain('Thrown in a handler');
+      expect(page).not.toContain('href="/_profiler/');
+      expect(res.headers.get('x-debug-token')).toBeNull();
+      expect(res.headers.get('x-robots-tag')).toBe('noindex');
+    } finally {
+      await server.close();
+    }
+  });
+});

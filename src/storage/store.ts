@@ -54,7 +54,6 @@ export class ProfileStore {
     this.file = file;
     this.db = db;
     this.stmts = {
-      has: db.prepare('SELECT 1 FROM profiles WHERE token = ?').pluck(),
       insert: db.prepare(`INSERT INTO profiles (${SUMMARY_COLUMNS}) VALUES (@token, @parent, @ip, @method, @url, @status, @time, @duration, @type) ON CONFLICT (token) DO NOTHING`),
       tokensAfter: db.prepare('SELECT id, token FROM profiles WHERE id > ? ORDER BY id'),
       span: db.prepare('SELECT min(id) AS first, max(id) AS last FROM profiles'),
@@ -102,10 +101,6 @@ export class ProfileStore {
       db.close();
       throw err;
     }
-  }
-
-  has(token: string): boolean {
-    return this.stmts.has.get(token) !== undefined;
   }
 
   /**

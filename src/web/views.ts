@@ -48,8 +48,6 @@ export const helpers = {
   scalar: (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value, null, 2) ?? String(value)),
 };
 
-export type Helpers = typeof helpers;
-
 /** Render a template with the helpers, the inlined assets and a CSP nonce for its scripts. */
 export function render(template: string, data: Record<string, unknown>, nonce = ''): string {
   return eta.render(template, { ...data, h: helpers, assets, nonce });
