@@ -122,6 +122,9 @@ describe('exception page', () => {
     expect(page).toContain(`/_profiler/${token}?panel=exception&amp;type=request`);
     expect(res.headers.get('x-debug-exception')).toBe('Thrown%20in%20a%20handler');
     expect(res.headers.get('x-debug-exception-file')).toMatch(/error-pages\.test\.ts:\d+$/);
+    // Only the page's own nonce'd script: the toolbar stays out of a page whose CSP would block it.
+    const nonce = /'nonce-([^']+)'/.exec(res.headers.get('content-security-policy')!)![1];
+    expect(page.match(/<script[^>]*>/g)).toEqual([`<script nonce="${nonce}">`]);
   });
 
   it('renders a rejected promise with its own status, escaping the message', async () => {

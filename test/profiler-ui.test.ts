@@ -1,6 +1,7 @@
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webProfiler } from '../src/index.js';
+import { blocksInlineScripts } from '../src/web/toolbar.js';
 import { listen, tempDb, type Running } from './helpers.js';
 
 let app: Running;
@@ -175,6 +176,15 @@ describe('one profile', () => {
 });
 
 describe('toolbar', () => {
+  it('knows which Content-Security-Policies would block its inline loader', () => {
+    expect(blocksInlineScripts('')).toBe(false);
+    expect(blocksInlineScripts("style-src 'unsafe-inline'")).toBe(false);
+    expect(blocksInlineScripts("default-src 'self'")).toBe(true);
+    expect(blocksInlineScripts("default-src 'none'; script-src 'nonce-abc'; style-src 'unsafe-inline'")).toBe(true);
+    expect(blocksInlineScripts("script-src 'self' 'unsafe-inline'; default-src 'none'")).toBe(false);
+    expect(blocksInlineScripts("script-src 'unsafe-inline' 'sha256-xyz'")).toBe(true);
+  });
+
   it('is injected before </body> of HTML pages and keeps Content-Length right', async () => {
     const res = await get('/page');
     const body = await res.text();

@@ -26,8 +26,7 @@ export function withToolbar(req: IncomingMessage, res: ServerResponse, token: st
   if (/attachment/i.test(String(res.getHeader('content-disposition') ?? ''))) return undefined;
   if (req.headers['x-requested-with'] === 'XMLHttpRequest') return undefined;
   // A policy that forbids inline scripts would block the loader: leave such pages (ours included) alone.
-  const csp = String(res.getHeader('content-security-policy') ?? '');
-  if (/(script|default)-src/.test(csp) && !csp.includes("'unsafe-inline'")) return undefined;
+  if (blocksInlineScripts(String(res.getHeader('content-security-policy') ?? ''))) return undefined;
   if (typeof chunk === 'string' && !/<\/body>/i.test(chunk)) return undefined;
   const body = typeof chunk === 'string' ? Buffer.from(chunk, (encoding as BufferEncoding) || 'utf8') : chunk;
   const at = lastBodyClose(body);
@@ -35,6 +34,18 @@ export function withToolbar(req: IncomingMessage, res: ServerResponse, token: st
   const out = Buffer.concat([body.subarray(0, at), Buffer.from(snippet(token)), body.subarray(at)]);
   if (res.hasHeader('content-length')) res.setHeader('Content-Length', out.length);
   return out;
+}
+
+/** The directive that governs <script> elements allows inline ones only with 'unsafe-inline' and no nonce or hash. */
+export function blocksInlineScripts(csp: string): boolean {
+  const directives = new Map<string, string[]>();
+  for (const part of csp.split(';')) {
+    const [name, ...sources] = part.trim().split(/\s+/);
+    if (name && !directives.has(name.toLowerCase())) directives.set(name.toLowerCase(), sources);
+  }
+  const sources = directives.get('script-src-elem') ?? directives.get('script-src') ?? directives.get('default-src');
+  if (!sources) return false;
+  return !sources.includes("'unsafe-inline'") || sources.some((s) => /^'(nonce|sha256|sha384|sha512)-/.test(s));
 }
 
 function lastBodyClose(body: Buffer): number {
