@@ -40,23 +40,28 @@ export function hookLayers(app: unknown): void {
   for (const name of ['handleRequest', 'handle_request']) {
     const original = proto[name];
     if (typeof original !== 'function') continue;
-    proto[name] = function (this: RouterLayer, req: unknown, res: unknown, next: unknown) {
-      const ctx = contextOf(res);
-      if (ctx !== undefined && this.handle.length < 4) ctx.trail.push(this, performance.now() - ctx.start);
-      return original.call(this, req, res, next);
-    };
+    // A computed method name: stack traces keep reading "Layer.handleRequest".
+    proto[name] = {
+      [name](this: RouterLayer, req: unknown, res: unknown, next: unknown) {
+        const ctx = contextOf(res);
+        if (ctx !== undefined && this.handle.length < 4) ctx.trail.push(this, performance.now() - ctx.start);
+        return original.call(this, req, res, next);
+      },
+    }[name];
   }
   for (const name of ['handleError', 'handle_error']) {
     const original = proto[name];
     if (typeof original !== 'function') continue;
-    proto[name] = function (this: RouterLayer, error: unknown, req: unknown, res: unknown, next: unknown) {
-      const ctx = contextOf(res);
-      if (ctx !== undefined) {
-        if (ctx.error === undefined && error) ctx.error = error;
-        if (this.handle.length === 4) ctx.trail.push(this, performance.now() - ctx.start);
-      }
-      return original.call(this, error, req, res, next);
-    };
+    proto[name] = {
+      [name](this: RouterLayer, error: unknown, req: unknown, res: unknown, next: unknown) {
+        const ctx = contextOf(res);
+        if (ctx !== undefined) {
+          if (ctx.error === undefined && error) ctx.error = error;
+          if (this.handle.length === 4) ctx.trail.push(this, performance.now() - ctx.start);
+        }
+        return original.call(this, error, req, res, next);
+      },
+    }[name];
   }
 }
 
