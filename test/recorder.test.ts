@@ -152,6 +152,12 @@ describe('recorder: the stored profile', () => {
     expect(row.collectors.routing.route).toBe('/users/:id');
     expect(row.collectors.config.express).toMatch(/^\d+\./);
     expect(row.collectors.logs.lines).toHaveLength(2);
+    // Express 4's layers are entered through handle_request: the timeline is there too.
+    expect(row.collectors.performance.spans.map((s: { name: string }) => s.name)).toEqual(expect.arrayContaining(['jsonParser', 'route POST /users/:id']));
+    const failed = await fetch(`${url}/fail`, { headers: { accept: 'text/plain' } });
+    expect(failed.status).toBe(500);
+    profiler.flush();
+    expect(readRows(database).find((r) => r.token === failed.headers.get('x-debug-token'))!.collectors.exception.chain[0].message).toBe('the database is gone');
   });
 });
 
@@ -280,3 +286,30 @@ function readWal(file: string): string {
     return '';
   }
 }
+
+describe('recorder: mounted sub-apps', () => {
+  it('records logs, bodies and the toolbar inside a sub-app (its prototypes inherit the patched ones)', async () => {
+    const database = tempDb();
+    const profiler = webProfiler({ database, onError: () => {} });
+    const admin = express();
+    admin.get('/page', (req, res) => {
+      req.log.info('inside the admin sub-app');
+      res.type('html').send('<html><body>admin</body></html>');
+    });
+    const app = express();
+    app.use(profiler);
+    app.use('/admin', admin);
+    app.use(profiler.notFound);
+    app.use(profiler.errorHandler);
+    const server = await listen(app);
+    running.push(server);
+    const res = await fetch(`${server.url}/admin/page`);
+    const html = await res.text();
+    expect(html).toContain(`<div id="wp-wdt" data-token="${res.headers.get('x-debug-token')}" hidden></div>`);
+    profiler.flush();
+    const [row] = readRows(database);
+    expect(row.collectors.logs.lines.map((l: { message: string }) => l.message)).toEqual(['inside the admin sub-app']);
+    expect(row.collectors.response.body.text).toBe('<html><body>admin</body></html>');
+    expect(row.collectors.routing.route).toBe('/page');
+  });
+});
