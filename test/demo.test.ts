@@ -185,6 +185,20 @@ describe('the admin interface', () => {
     expect(tampered.body).toContain('action="/login"');
   });
 
+  it('HEAD /pub/status/db answers 503 when the database is gone, while web stays 200', async () => {
+    const other = await startDemo('dev');
+    try {
+      other.db.close();
+      const db = await call(other.url, 'HEAD', '/pub/status/db');
+      expect(db.status).toBe(503);
+      expect(db.body).toBe('');
+      expect((await call(other.url, 'HEAD', '/pub/status/web')).status).toBe(200);
+      expect(JSON.parse((await call(other.url, 'GET', '/pub/status/db')).body)).toMatchObject({ subsystem: 'db', status: 'failing' });
+    } finally {
+      await other.stop();
+    }
+  });
+
   it('a refused authentication is logged with the client address in its profile', async () => {
     const reply = await call(demo.url, 'POST', '/api/authenticate', { headers: json, body: JSON.stringify({ username: 'eve', password: 'secret-guess' }) });
     const token = reply.headers['x-debug-token'] as string;

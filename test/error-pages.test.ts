@@ -31,6 +31,9 @@ function buildApp(options: ProfilerOptions) {
     const middle = new Error('could not write cache', { cause: root });
     throw new Error('could not render the page', { cause: middle });
   });
+  app.get('/aggregate', () => {
+    throw new AggregateError([new Error('replica 1 timed out'), new TypeError('replica 2 sent garbage')], 'all replicas failed');
+  });
   app.get('/late', (_req, res) => {
     res.write('partial');
     throw new Error('after the headers');
@@ -146,6 +149,15 @@ describe('exception page', () => {
     expect(report).toContain('Caused by: Error: could not write cache');
     expect(report).toContain('Caused by: Error: disk quota exceeded');
     expect(report).toMatch(/> +\d+ \| +throw new Error\('could not render the page'/);
+  });
+
+  it('lists the errors inside an AggregateError', async () => {
+    const problem = await (await fetch(`${dev.url}/aggregate`, { headers: json })).json();
+    expect(problem).toMatchObject({ class: 'AggregateError', detail: 'all replicas failed' });
+    expect(problem.causes).toEqual([{ class: 'Error', message: 'replica 1 timed out' }, { class: 'TypeError', message: 'replica 2 sent garbage' }]);
+    const page = await (await fetch(`${dev.url}/aggregate`, { headers: html })).text();
+    expect(page).toContain('Exceptions (3)');
+    expect(page).toContain('replica 2 sent garbage');
   });
 
   it('the profile shows the same exception', async () => {
