@@ -54,9 +54,10 @@ export function recorder(deps: RecorderDeps) {
   }
 
   /**
-   * Express gives each app its own response and request prototypes (app.response, app.request).
-   * Wrapping write/end and defining req.log there, once, keeps every response the same shape:
-   * per-request own properties made V8 see a new hidden class on each response.
+   * Express gives each app its own response and request prototypes (app.response, app.request;
+   * mounted sub-apps inherit from them). Wrapping write/end and defining req.log there, once,
+   * costs no per-request closures or own properties; responses this recorder did not start pass
+   * straight through.
    */
   const patched = new WeakSet<object>();
   function patchPrototypes(req: Request, res: Response) {
