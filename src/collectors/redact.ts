@@ -27,7 +27,8 @@ export function redactValue(value: unknown, keys: string[], depth = 0): unknown 
  * `"password": "…"` and `password=…` forms. Wide enough to be safe, narrow enough to keep the rest readable.
  */
 export function redactText(text: string, keys: string[]): string {
-  if (keys.length === 0) return text;
+  // The JSON form needs a quote, the form encoding an "=": text with neither skips two regex scans.
+  if (keys.length === 0 || (!text.includes('=') && !text.includes('"'))) return text;
   const { json, form } = patternsFor(keys);
   return text.replace(json, `$1"${REDACTED}"`).replace(form, `$1${REDACTED}`);
 }

@@ -26,7 +26,8 @@ export function withToolbar(req: IncomingMessage, res: ServerResponse, token: st
   if (/attachment/i.test(String(res.getHeader('content-disposition') ?? ''))) return undefined;
   if (req.headers['x-requested-with'] === 'XMLHttpRequest') return undefined;
   // A policy that forbids inline scripts would block the loader: leave such pages (ours included) alone.
-  if (blocksInlineScripts(String(res.getHeader('content-security-policy') ?? ''))) return undefined;
+  const csp = res.getHeader('content-security-policy');
+  if (csp !== undefined && blocksInlineScripts(String(csp))) return undefined;
   if (typeof chunk === 'string' && !/<\/body>/i.test(chunk)) return undefined;
   const body = typeof chunk === 'string' ? Buffer.from(chunk, (encoding as BufferEncoding) || 'utf8') : chunk;
   const at = lastBodyClose(body);
@@ -38,6 +39,7 @@ export function withToolbar(req: IncomingMessage, res: ServerResponse, token: st
 
 /** The directive that governs <script> elements allows inline ones only with 'unsafe-inline' and no nonce or hash. */
 export function blocksInlineScripts(csp: string): boolean {
+  if (!csp) return false;
   const directives = new Map<string, string[]>();
   for (const part of csp.split(';')) {
     const [name, ...sources] = part.trim().split(/\s+/);
