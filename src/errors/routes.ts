@@ -32,32 +32,35 @@ export function routeTable(app: unknown, path: string): RouteMatch[] {
 function walk(stack: RouterLayer[] | undefined, path: string, prefix: string, out: RouteMatch[]): void {
   for (const layer of stack ?? []) {
     if (layer.route) {
-      out.push({ path: prefix + patternOf(layer), methods: methodsOf(layer), matches: safeMatch(layer, path) });
+      out.push({ path: prefix + patternOf(layer), methods: methodsOf(layer), matches: matchedPart(layer, path) !== undefined });
       continue;
     }
     const inner = (layer.handle as { stack?: RouterLayer[] }).stack;
     if (!Array.isArray(inner)) continue;
     // A mounted router: match its prefix, then walk it with what is left of the path.
-    const mounted = safeMatch(layer, path);
-    const matchedPath = mounted ? String((layer as { path?: string }).path ?? '') : '';
-    const mountLabel = mountPathOf(layer);
-    walk(inner, mounted ? path.slice(matchedPath.length) || '/' : '\u0000', prefix + mountLabel, out);
+    const matched = matchedPart(layer, path);
+    walk(inner, matched === undefined ? '\u0000' : path.slice(matched.length) || '/', prefix + mountPathOf(layer), out);
   }
 }
 
+/** Express 5's router keeps the path a layer was mounted at; Express 4's only shows it in its regexp. */
 function mountPathOf(layer: RouterLayer): string {
-  // Express 5 layers keep no source path; the regexp of Express 4 shows it. Neither is needed to match.
-  const src = layer.regexp?.source;
-  if (!src) return '';
-  const m = /^\^\\\/(.*?)\\\/\?\(\?=\\\/\|\$\)/.exec(src);
+  if (typeof layer.rawPath === 'string') return layer.rawPath === '/' ? '' : layer.rawPath;
+  const m = /^\^\\\/(.*?)\\\/\?\(\?=\\\/\|\$\)/.exec(layer.regexp?.source ?? '');
   return m ? `/${m[1].replace(/\\\//g, '/')}` : '';
 }
 
-function safeMatch(layer: RouterLayer, path: string): boolean {
+/**
+ * The part of `path` a layer matches, or undefined. Express 5's router returns it from match();
+ * Express 4's returns true and leaves it in layer.path.
+ */
+function matchedPart(layer: RouterLayer, path: string): string | undefined {
   try {
-    return Boolean(layer.match?.(path));
+    const result = layer.match?.(path) as unknown;
+    if (!result) return undefined;
+    return String(typeof result === 'object' ? (result as { path?: unknown }).path ?? '' : (layer as { path?: unknown }).path ?? '');
   } catch {
-    return false;
+    return undefined;
   }
 }
 

@@ -8,7 +8,10 @@ export interface RouterLayer {
   route?: { path: string | string[]; methods?: Record<string, boolean>; stack: RouterLayer[] };
   method?: string;
   regexp?: RegExp;
-  match?: (path: string) => boolean;
+  /** Express 5's router: the path the layer was declared with. */
+  rawPath?: unknown;
+  /** Express 4 returns a boolean, Express 5's router a match object. */
+  match?: (path: string) => unknown;
 }
 
 /** The app's top-level layer stack: app.router in Express 5, app._router in Express 4. */
