@@ -206,5 +206,9 @@ describe('the admin interface', () => {
     expect(logs.data.lines).toEqual([expect.objectContaining({ level: 'warn', message: 'Authentication refused', context: { username: 'eve', ip: '127.0.0.1' } })]);
     const request = JSON.parse((await call(demo.url, 'GET', `/_profiler/${token}?panel=request`, { headers: { accept: 'application/json' } })).body);
     expect(request.data.body.json).toEqual({ username: 'eve', password: '[redacted]' });
+    // The host routers are layers of the app: the routing panel lists their routes.
+    const routing = (await call(demo.url, 'GET', `/_profiler/${token}?panel=routing`)).body;
+    expect(routing).toMatch(/<td class="mono">\/api\/authenticate<\/td><td class="mono">POST<\/td><td class="lvl-info">Matches: this route answered/);
+    expect(routing).toContain('<td class="mono">/login</td>');
   });
 });

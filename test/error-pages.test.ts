@@ -17,6 +17,7 @@ function buildApp(options: ProfilerOptions) {
   app.get('/about', (_req, res) => res.send('about'));
   app.post('/about', (_req, res) => res.send('posted'));
   app.get('/items', (_req, res) => res.send('items'));
+  app.get('/maybe', (_req, _res, next) => next());
   app.get('/throws', (req) => {
     req.log.info('about to throw');
     req.log.warn('it will go badly', { attempt: 3 });
@@ -99,6 +100,12 @@ describe('not found', () => {
     const res = await fetch(`${dev.url}/_profiler?limit=10`, { redirect: 'manual' });
     expect(res.status).toBe(301);
     expect(res.headers.get('location')).toBe('/_profiler/?limit=10');
+  });
+
+  it('answers 404, not 405, when the route for this method passed on', async () => {
+    const res = await fetch(`${dev.url}/maybe`, { headers: text });
+    expect(res.status).toBe(404);
+    expect(res.headers.get('allow')).toBeNull();
   });
 
   it('answers 405 with Allow for a path that exists for other methods', async () => {

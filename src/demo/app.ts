@@ -30,10 +30,17 @@ export async function createDemoApp(config: DemoConfig, seed?: SeedAccount) {
   app.set('strict routing', true);
   app.use(profiler);
 
-  const api = apiRoutes(db);
-  const admin = adminRoutes(db, { profiler: profiler.options.enabled ? '/_profiler/' : undefined });
+  // Each host's routes are a router of the app that steps aside (next('router')) on the other host:
+  // real layers, so the profiler's route table and the 404/405 logic see them.
   const isAdminHost = (req: Request) => (req.hostname ?? '').toLowerCase() === config.adminHost;
-  app.use((req: Request, res: Response, next: NextFunction) => (isAdminHost(req) ? admin(req, res, next) : api(req, res, next)));
+  const onHost = (admin: boolean, routes: express.Router) => {
+    const router = express.Router();
+    router.use((req: Request, _res: Response, next: NextFunction) => next(isAdminHost(req) === admin ? undefined : 'router'));
+    router.use(routes);
+    return router;
+  };
+  app.use(onHost(false, apiRoutes(db)));
+  app.use(onHost(true, adminRoutes(db, { profiler: profiler.options.enabled ? '/_profiler/' : undefined })));
 
   app.use(profiler.notFound);
   app.use(profiler.errorHandler);

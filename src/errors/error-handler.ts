@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { STATUS_CODES } from 'node:http';
+import { requestUrl } from '../collectors/build.js';
 import { logs as logsCollector } from '../collectors/logs.js';
 import type { ResolvedOptions } from '../options.js';
 import type { RequestContext } from '../recording/context.js';
@@ -129,9 +130,10 @@ function textReport(exception: ExceptionData, req: Request, lines: { time: numbe
   return `${out.join('\n')}\n`;
 }
 
+/** The page must render even for a request whose URL cannot be rebuilt. */
 const safeUrl = (req: Request) => {
   try {
-    return `${req.protocol}://${req.get('host') ?? 'localhost'}${req.originalUrl}`;
+    return requestUrl(req);
   } catch {
     return req.originalUrl;
   }

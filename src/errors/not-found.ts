@@ -21,8 +21,9 @@ export function notFound(): RequestHandler {
         return;
       }
     }
+    // 405 only when the method is what is wrong: a matching route that passed on (next()) is a 404.
     const allowed = allowedMethods(req.app, path);
-    if (allowed.length > 0 && !allowed.includes('*')) {
+    if (allowed.length > 0 && !allowed.includes('*') && !allowed.includes(method)) {
       next(new MethodNotAllowedError(`${noRouteMessage(req)}: Method Not Allowed (Allow: ${allowed.join(', ')})`, allowed));
       return;
     }

@@ -47,7 +47,7 @@ export function profilerPages(deps: PagesDeps) {
   }
 
   function list(req: Request, res: Response, mode: 'list' | 'search') {
-    const parsed = parseSearch(req, mode === 'list' ? 50 : 50);
+    const parsed = parseSearch(req);
     if (!parsed.ok) return fail(req, res, 400, 'Invalid search', parsed.error, { nav: mode });
     const store = withStore(req, res);
     if (!store) return;
@@ -152,10 +152,11 @@ export function profilerPages(deps: PagesDeps) {
     if (!isToken(token)) return fail(req, res, 404, 'Profile not found', 'Not a token.');
     const profile = deps.store()?.read(token);
     if (!profile) return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}".`);
-    if (wantsJson(req)) return void res.json(toolbarSummary(profile));
+    const summary = toolbarSummary(profile);
+    if (wantsJson(req)) return void res.json(summary);
     res.setHeader('Content-Type', 'text/html; charset=utf-8');
     res.setHeader('Cache-Control', 'no-store');
-    res.end(renderToolbar(profile, toolbarSummary(profile)));
+    res.end(renderToolbar(summary));
   }
 }
 

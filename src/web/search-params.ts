@@ -22,10 +22,10 @@ function parseTime(value: string): number | undefined {
  * Search filters from the query string. A value that cannot mean anything is an error the page
  * names (400), never a query; unknown parameters are ignored.
  */
-export function parseSearch(req: Request, defaultLimit = 50): Parsed {
+export function parseSearch(req: Request): Parsed {
   const q = req.query as Record<string, unknown>;
   const form: Record<string, string> = {};
-  const filter: SearchFilter = { limit: defaultLimit };
+  const filter: SearchFilter = { limit: 50 };
   const ip = one(q.ip);
   if (ip) {
     if (ip.length > 100) return { ok: false, error: 'ip: at most 100 characters.' };

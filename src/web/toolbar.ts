@@ -1,13 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Profile } from '../storage/profile.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { render, VIEWS } from './views.js';
 
 const loader = readFileSync(path.join(VIEWS, 'assets', 'toolbar.js'), 'utf8');
 
-export function renderToolbar(profile: Profile, summary: Record<string, unknown>): string {
-  return render('toolbar', { profile, s: summary });
+export function renderToolbar(summary: Record<string, unknown>): string {
+  return render('toolbar', { s: summary });
 }
 
 /** The snippet placed before </body>: a placeholder and the loader, which fetches /_wdt/<token>. */
