@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import path from 'node:path';
-import { collectors as corePanels, type Collector } from './collectors/index.js';
+import { corePanels, type Collector, type PanelInfo } from './collectors/index.js';
 
 /** What a user may pass to webProfiler(). Every field is optional. */
 export interface ProfilerOptions {
@@ -51,8 +51,10 @@ export interface ResolvedOptions {
   editorLink: string | undefined;
   onError: (message: string) => void;
   flushInterval: number;
-  /** Core panels in menu order, then the user's. */
+  /** The app's own panels. */
   collectors: Collector[];
+  /** Every panel in menu order: the core ones, then the app's. */
+  panels: PanelInfo[];
 }
 
 export const DEFAULT_REDACT_KEYS = [
@@ -83,6 +85,7 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
     editorLink: options.editorLink,
     onError: options.onError ?? ((message) => process.stderr.write(`[web-profiler] ${message}\n`)),
     flushInterval: options.flushInterval ?? 100,
-    collectors: [...corePanels, ...(options.collectors ?? [])],
+    collectors: options.collectors ?? [],
+    panels: [...corePanels, ...(options.collectors ?? [])],
   };
 }

@@ -1,16 +1,20 @@
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
-import { buildProfile } from './collectors/build.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { onceEach } from './collectors/build.js';
 import { resolveOptions, type ProfilerOptions, type ResolvedOptions } from './options.js';
-import type { RequestContext } from './recording/context.js';
 import { captureConsole, logger } from './recording/logger.js';
 import { recorder } from './recording/recorder.js';
+import { capture } from './recording/snapshot.js';
 import { errorHandler } from './errors/error-handler.js';
 import { notFound } from './errors/not-found.js';
 import { tokenSource } from './recording/token.js';
-import { WriteQueue } from './storage/queue.js';
+import { StoreHandle } from './storage/store-handle.js';
+import type { ProfileStore } from './storage/store.js';
+import { ProfileWriter } from './storage/writer.js';
 import { profilerPages } from './web/profiler-pages.js';
 import { withToolbar } from './web/toolbar.js';
-import type { ProfileStore } from './storage/store.js';
 
 export interface WebProfiler extends RequestHandler {
   /** Mount after the app's routes: answers requests no route took. */
@@ -30,32 +34,77 @@ export interface WebProfiler extends RequestHandler {
 const isProfilerPath = (url: string) =>
   url.startsWith('/_') && /^\/(_profiler(\/|\?|$)|_wdt\/)/.test(url);
 
+/**
+ * The writer thread and the pages each open the file, so ':memory:' (one connection's own
+ * database) becomes a private temporary file, removed on close or at exit.
+ */
+const temporary = new Set<string>();
+function fileFor(database: string): string {
+  if (database !== ':memory:') return database;
+  if (temporary.size === 0) process.once('exit', () => temporary.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+  const dir = mkdtempSync(path.join(tmpdir(), 'web-profiler-'));
+  temporary.add(dir);
+  return path.join(dir, 'profiler.sqlite');
+}
+
+function removeIfTemporary(file: string): void {
+  const dir = path.dirname(file);
+  if (!temporary.delete(dir)) return;
+  rmSync(dir, { recursive: true, force: true });
+}
+
 export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const options = resolveOptions(userOptions);
-  const queue = options.enabled
-    ? new WriteQueue<RequestContext>(options, (ctx) => ctx.token, (ctx) => buildProfile(ctx, options.collectors, options))
-    : undefined;
+  if (!options.enabled) return assemble(options);
+  const file = fileFor(options.database);
+  const { maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys } = options;
+  const writer = new ProfileWriter({ database: file, maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys }, options.onError);
+  // The pages read through a connection of this thread's own; the writer thread tells any trouble.
+  const reader = new StoreHandle(file, () => {});
+  const tellOwn = onceEach(options.onError);
+  captureConsole();
+  const record = recorder({
+    debug,
+    bodyLimit,
+    nextToken: tokenSource(options.tokenLength, writer.taken),
+    done: (ctx) => writer.push(capture(ctx, options.collectors, options, tellOwn)),
+    inject: debug ? withToolbar : undefined,
+  });
+  const read = () => {
+    reader.changed();
+    return reader.get();
+  };
+  const pages = profilerPages({
+    options,
+    store: () => {
+      writer.flush();
+      return read();
+    },
+  });
+  return assemble(options, {
+    record,
+    pages,
+    store: read,
+    flush: () => writer.flush(),
+    close: () => {
+      writer.close();
+      reader.close();
+      removeIfTemporary(file);
+    },
+  });
+}
 
-  let record: RequestHandler | undefined;
-  if (queue) {
-    captureConsole();
-    record = recorder({
-      debug: options.debug,
-      bodyLimit: options.bodyLimit,
-      nextToken: tokenSource(options.tokenLength, (t) => queue.inUse(t)),
-      done: (ctx) => queue.push(ctx),
-      inject: options.debug ? withToolbar : undefined,
-    });
-  }
-  const pages = queue
-    ? profilerPages({
-      options,
-      store: () => {
-        queue.flush();
-        return queue.open();
-      },
-    })
-    : undefined;
+interface Recording {
+  record: RequestHandler;
+  pages: ReturnType<typeof profilerPages>;
+  store(): ProfileStore | undefined;
+  flush(): number;
+  close(): void;
+}
+
+function assemble(options: ResolvedOptions, recording?: Recording): WebProfiler {
+  const record = recording?.record;
+  const pages = recording?.pages;
 
   const middleware = function webProfilerMiddleware(req: Request, res: Response, next: NextFunction) {
     if (record && pages) {
@@ -72,8 +121,8 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     notFound: notFound(),
     errorHandler: errorHandler(options),
     options,
-    store: () => queue?.open(),
-    flush: () => queue?.flush() ?? 0,
-    close: () => queue?.close(),
+    store: () => recording?.store(),
+    flush: () => recording?.flush() ?? 0,
+    close: () => recording?.close(),
   });
 }

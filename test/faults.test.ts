@@ -5,7 +5,9 @@ import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { webProfiler } from '../src/index.js';
+import { webProfiler, type Profile } from '../src/index.js';
+import { WriteQueue } from '../src/storage/queue.js';
+import { TokenBitmap } from '../src/storage/token-bitmap.js';
 import { listen, readRows, tempDb, type Running } from './helpers.js';
 
 const running: Running[] = [];
@@ -108,23 +110,26 @@ describe('storage faults: the app keeps answering, the profiler says so once and
     expect(errors.at(-1)).toMatch(/^profiler storage is writable again: \d+ waiting profiles written$/);
   }, 20_000);
 
-  it('a full database: the app answers, nothing is lost once there is room again', async () => {
+  // The writer thread owns its connection, so the page limit that stands in for a full disk is set
+  // on the queue that thread runs, driven directly.
+  it('a full database: profiles wait, nothing is lost once there is room again', async () => {
     const db = tempDb();
-    const { profiler, errors, hit } = await app(db);
-    await hit();
-    profiler.flush();
-    const store = profiler.store()!;
-    const pages = store.db.pragma('page_count', { simple: true }) as number;
-    store.db.pragma(`max_page_count = ${pages}`);
-    const tokens: string[] = [];
-    for (let i = 0; i < 40; i++) tokens.push((await hit()).token);
-    profiler.flush();
+    const errors: string[] = [];
+    const profile = (i: number): Profile => ({ token: (0xa00000 + i).toString(16), parent: null, ip: '127.0.0.1', method: 'GET', url: `http://localhost/${i}`, status: 200, time: Date.now(), duration: 1, type: 'request', collectors: { request: { pad: 'x'.repeat(2000) } } });
+    const queue = new WriteQueue<Profile>({ database: db, maxProfiles: 1000, maxAge: 3_600_000, flushInterval: 10 }, new TokenBitmap(), (p) => p, (m) => errors.push(m));
+    queue.push([profile(0)]);
+    expect(queue.flush()).toBe(1);
+    const store = queue.open()!;
+    store.db.pragma(`max_page_count = ${store.db.pragma('page_count', { simple: true }) as number}`);
+    queue.push(Array.from({ length: 40 }, (_, i) => profile(i + 1)));
+    expect(queue.flush()).toBe(0);
     expect(errors.some((m) => /SQLITE_FULL/.test(m))).toBe(true);
     // The failed store was closed; the next open has no page limit.
     await new Promise((r) => setTimeout(r, 2100));
-    profiler.flush();
-    const stored = storedTokens(db);
-    for (const t of tokens) expect(stored.has(t), t).toBe(true);
+    queue.flush();
+    queue.close();
+    expect(storedTokens(db).size).toBe(41);
+    expect(errors.at(-1)).toBe('profiler storage is writable again: 40 waiting profiles written');
   });
 });
 

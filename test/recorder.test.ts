@@ -1,6 +1,6 @@
 import express from 'express';
 import express4 from 'express4';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { logger, webProfiler, type ProfilerOptions } from '../src/index.js';
@@ -227,6 +227,45 @@ describe('recorder: failures stay inside the profiler', () => {
     expect(errors).toEqual(['collector "broken" failed: collector exploded']);
   });
 
+  it('values that cannot cross to the writer thread (a function, a socket) are stored as plain text', async () => {
+    const database = tempDb();
+    const profiler = webProfiler({ database, onError: () => {} });
+    const app = express();
+    app.use(profiler);
+    app.use((req, _res, next) => {
+      req.body = { name: 'ada', validate() {} };
+      next();
+    });
+    app.get('/odd', (req, res) => {
+      req.log.info('with a socket', { socket: req.socket, at: new Date(0) });
+      res.send('ok');
+    });
+    const server = await listen(app);
+    running.push(server);
+    const res = await fetch(`${server.url}/odd`);
+    expect(await res.text()).toBe('ok');
+    await fetch(`${server.url}/odd`);
+    profiler.flush();
+    const rows = readRows(database);
+    expect(rows).toHaveLength(2);
+    expect(rows[0].collectors.request.body.json).toEqual({ name: 'ada', validate: '[function validate]' });
+    expect(rows[0].collectors.logs.lines[0].message).toBe('with a socket');
+    expect(rows[0].collectors.logs.lines[0].context.at).toBe('1970-01-01T00:00:00.000Z');
+  });
+
+  it("':memory:' keeps its profiles in a private temporary file, gone on close", async () => {
+    const { url, profiler } = await start({ database: ':memory:' });
+    const token = (await fetch(`${url}/hello`)).headers.get('x-debug-token')!;
+    const page = await fetch(`${url}/_profiler/${token}?panel=request`, { headers: { accept: 'application/json' } });
+    expect(page.status).toBe(200);
+    expect((await page.json()).data.method).toBe('GET');
+    const file = profiler.store()!.file;
+    expect(file).not.toBe(':memory:');
+    expect(existsSync(file)).toBe(true);
+    profiler.close();
+    expect(existsSync(file)).toBe(false);
+  });
+
   it('an unwritable storage path: the app serves, the profiler says so', async () => {
     const blocker = path.join(tempDir(), 'a-file');
     writeFileSync(blocker, 'not a directory');
@@ -245,16 +284,16 @@ describe('recorder: failures stay inside the profiler', () => {
 });
 
 describe('tokens', () => {
-  it('redraws a token that is in use, never returning it', () => {
+  it('redraws a token that is taken, never returning it, and takes what it returns', () => {
     const taken = new Set<string>();
-    const next = tokenSource(6, (t) => taken.has(t));
+    const next = tokenSource(6, taken);
     for (let i = 0; i < 5000; i++) {
-      const t = next();
-      expect(taken.has(t)).toBe(false);
-      taken.add(t);
+      const before = taken.size;
+      expect(taken.has(next())).toBe(true);
+      expect(taken.size).toBe(before + 1);
     }
     // With every 6-character token "taken", the source grows the token instead of looping.
-    const full = tokenSource(6, (t) => t.length === 6);
+    const full = tokenSource(6, { has: (t) => t.length === 6, add: () => {} });
     expect(full()).toMatch(/^[0-9a-f]{7}$/);
   });
 

@@ -1,3 +1,4 @@
+import type { RawBody } from '../recording/snapshot.js';
 import { redactText, redactValue } from './redact.js';
 
 /** A request or response body as stored: a bounded, redacted preview, or a description. */
@@ -16,8 +17,10 @@ const TEXTUAL = /^(text\/|application\/(.*\+)?(json|xml|javascript|x-www-form-ur
 
 export const isTextual = (contentType: string | undefined): boolean => !contentType || TEXTUAL.test(contentType);
 
-/** Describe a body from the bytes that were kept (at most `limit` of `size`). */
-export function describeBytes(bytes: Buffer, size: number, contentType: string | undefined, limit: number, keys: string[]): BodyData {
+/** Describe a body from the bytes that were kept (at most `limit` + 1 of `size`). */
+export function describeBytes(raw: RawBody, contentType: string | undefined, limit: number, keys: string[]): BodyData {
+  const { size } = raw;
+  const bytes = typeof raw.bytes === 'string' ? Buffer.from(raw.bytes) : Buffer.from(raw.bytes.buffer, raw.bytes.byteOffset, raw.bytes.byteLength);
   const truncated = size > limit || bytes.length > limit;
   if (!isTextual(contentType) || looksBinary(bytes)) return { size, contentType, kind: 'binary', truncated: false };
   const text = bytes.subarray(0, limit).toString('utf8');
@@ -31,11 +34,9 @@ export function describeBytes(bytes: Buffer, size: number, contentType: string |
   return { size, contentType, kind: 'text', text: redactText(text, keys), truncated };
 }
 
-/** Describe a body a parser already turned into a value (req.body). */
+/** Describe a body a parser turned into a value (req.body from express.json or urlencoded). */
 export function describeParsed(value: unknown, contentType: string | undefined, limit: number, keys: string[]): BodyData | undefined {
   if (value === undefined) return undefined;
-  if (Buffer.isBuffer(value)) return describeBytes(value, value.length, contentType, limit, keys);
-  if (typeof value === 'string') return describeBytes(Buffer.from(value), Buffer.byteLength(value), contentType ?? 'text/plain', limit, keys);
   const redacted = redactValue(value, keys);
   let text: string;
   try {

@@ -1,8 +1,7 @@
 import type { Request } from 'express';
-import type { ResolvedOptions } from '../options.js';
-import type { RequestContext } from '../recording/context.js';
+import type { Snapshot } from '../recording/snapshot.js';
 import type { Profile } from '../storage/profile.js';
-import type { Collector } from './collector.js';
+import type { CorePanel, PanelInfo, PanelOptions } from './collector.js';
 import { redactText } from './redact.js';
 
 /** scheme://host[:port]/path?query as the client asked for it. */
@@ -12,51 +11,57 @@ export function requestUrl(req: Request, withQuery = true): string {
   return `${req.protocol}://${host}${withQuery ? url : url.split('?')[0]}`;
 }
 
-/** A collector that fails fails on every request alike: told once per collector and message. */
-const told = new WeakMap<ResolvedOptions, Set<string>>();
-function tellOnce(options: ResolvedOptions, message: string): void {
-  let seen = told.get(options);
-  if (!seen) told.set(options, (seen = new Set()));
-  if (seen.has(message)) return;
-  seen.add(message);
-  options.onError(message);
-}
-
 /**
- * Turn a finished request into a Profile. A collector that throws costs its own panel only:
- * the error is told once through onError and noted in every profile it spoiled.
+ * Turn a snapshot into a Profile: the core panels built here, the app's own panels as they were
+ * collected. A panel that throws costs its own data only: `tell` hears of it, and the profile
+ * notes it.
  */
-export function buildProfile(ctx: RequestContext, collectors: Collector[], options: ResolvedOptions): Profile {
-  const req = ctx.req as Request;
+export function buildProfile(s: Snapshot, panels: CorePanel[], options: PanelOptions, tell: (message: string) => void): Profile {
   const profile: Profile = {
-    token: ctx.token,
-    parent: ctx.parent,
-    ip: safe(() => req.ip, undefined) ?? ctx.remoteAddress ?? 'unknown',
-    method: req.method ?? 'GET',
-    url: redactText(safe(() => requestUrl(req), req.url ?? '/'), options.redactKeys),
-    status: ctx.res.statusCode,
-    time: ctx.time,
-    duration: Math.round(ctx.end * 1000) / 1000,
+    token: s.token,
+    parent: s.parent,
+    ip: s.ip,
+    method: s.request.method,
+    url: redactText(s.url, options.redactKeys),
+    status: s.response.status,
+    time: s.time,
+    duration: Math.round(s.duration * 1000) / 1000,
     type: 'request',
     collectors: {},
   };
-  for (const collector of collectors) {
-    try {
-      const data = collector.collect(ctx, options);
-      if (data !== undefined) profile.collectors[collector.id] = data;
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      tellOnce(options, `collector "${collector.id}" failed: ${message}`);
-      (profile.collectorErrors ??= {})[collector.id] = message;
-    }
-  }
+  const failed = collectEach(panels, (panel) => panel.collect(s, options), profile.collectors, tell);
+  Object.assign(profile.collectors, s.extra);
+  if (failed || s.extraErrors) profile.collectorErrors = { ...failed, ...s.extraErrors };
   return profile;
 }
 
-function safe<T>(fn: () => T, fallback: T): T {
-  try {
-    return fn();
-  } catch {
-    return fallback;
+/** Each panel's data into `into`. One that throws is told, and returned with its message: it costs its own data only. */
+export function collectEach<P extends PanelInfo>(
+  panels: P[],
+  collect: (panel: P) => unknown,
+  into: Record<string, unknown>,
+  tell: (message: string) => void,
+): Record<string, string> | undefined {
+  let failed: Record<string, string> | undefined;
+  for (const panel of panels) {
+    try {
+      const data = collect(panel);
+      if (data !== undefined) into[panel.id] = data;
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      tell(`collector "${panel.id}" failed: ${message}`);
+      (failed ??= {})[panel.id] = message;
+    }
   }
+  return failed;
+}
+
+/** A panel that fails fails on every request alike: each distinct message is told once. */
+export function onceEach(tell: (message: string) => void): (message: string) => void {
+  const told = new Set<string>();
+  return (message) => {
+    if (told.has(message)) return;
+    told.add(message);
+    tell(message);
+  };
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { Collector } from './collector.js';
+import type { CorePanel } from './collector.js';
 
 export interface ConfigData {
   node: string;
@@ -48,7 +48,7 @@ function processConfig(debug: boolean): ConfigData {
   return config;
 }
 
-export const config: Collector<ConfigData> = {
+export const config: CorePanel<ConfigData> = {
   id: 'config',
   title: 'Configuration',
   collect: (_ctx, options) => processConfig(options.debug),

@@ -1,9 +1,10 @@
-import { describeException, type ExceptionData } from '../errors/describe.js';
-import type { Collector } from './collector.js';
+import type { ExceptionData } from '../errors/describe.js';
+import type { CorePanel } from './collector.js';
 
-export const exception: Collector<ExceptionData> = {
+/** Described on the request's thread, where the error object lives; stored as it is. */
+export const exception: CorePanel<ExceptionData> = {
   id: 'exception',
   title: 'Exception',
-  collect: (ctx) => (ctx.error === undefined ? undefined : describeException(ctx.error)),
+  collect: (s) => s.exception,
   badge: (data) => data.chain.length,
 };

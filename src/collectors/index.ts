@@ -1,4 +1,4 @@
-import type { Collector } from './collector.js';
+import type { CorePanel } from './collector.js';
 import { config } from './config.js';
 import { exception } from './exception.js';
 import { logs } from './logs.js';
@@ -7,8 +7,7 @@ import { request } from './request.js';
 import { response } from './response.js';
 import { routing } from './routing.js';
 
-/** The panels in menu order. A new panel: its collector here, its view in views/panels/<id>.eta. */
-export const collectors: Collector[] = [request, response, exception, logs, performance, routing, config] as Collector[];
+/** The core panels in menu order. A new panel: its collector here, its view in views/panels/<id>.eta. */
+export const corePanels: CorePanel[] = [request, response, exception, logs, performance, routing, config] as CorePanel[];
 
-export type { Collector };
-
+export type { Collector, CorePanel, PanelInfo, PanelOptions } from './collector.js';

@@ -1,6 +1,6 @@
 import type { LogLine, LogLevel } from '../recording/context.js';
 import { MAX_LOG_LINES } from '../recording/logger.js';
-import type { Collector } from './collector.js';
+import type { CorePanel } from './collector.js';
 import { plain } from './plain.js';
 import { redactValue } from './redact.js';
 
@@ -11,16 +11,19 @@ export interface LogsData {
   capped: boolean;
 }
 
-export const logs: Collector<LogsData> = {
+/** A request's log lines, counted by level, their context made plain and redacted: the panel and the debug page. */
+export function logsData(lines: LogLine[], redactKeys: string[]): LogsData {
+  const counts: Record<LogLevel, number> = { debug: 0, info: 0, warn: 0, error: 0 };
+  const shown = lines.map((line) => {
+    counts[line.level]++;
+    return line.context === undefined ? line : { ...line, context: redactValue(plain(line.context), redactKeys) };
+  });
+  return { lines: shown, counts, capped: lines.length >= MAX_LOG_LINES };
+}
+
+export const logs: CorePanel<LogsData> = {
   id: 'logs',
   title: 'Logs',
-  collect(ctx, options) {
-    const counts: Record<LogLevel, number> = { debug: 0, info: 0, warn: 0, error: 0 };
-    const lines = ctx.logs.map((line) => {
-      counts[line.level]++;
-      return line.context === undefined ? line : { ...line, context: redactValue(plain(line.context), options.redactKeys) };
-    });
-    return { lines, counts, capped: ctx.logs.length >= MAX_LOG_LINES };
-  },
+  collect: (s, options) => logsData(s.logs, options.redactKeys),
   badge: (data) => data.lines.length || undefined,
 };

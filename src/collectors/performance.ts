@@ -1,6 +1,5 @@
 import type { Span } from '../recording/context.js';
-import { spansOf } from '../recording/layers.js';
-import type { Collector } from './collector.js';
+import type { CorePanel } from './collector.js';
 
 export interface PerformanceData {
   /** Milliseconds. */
@@ -13,14 +12,9 @@ export interface PerformanceData {
 
 const round = (ms: number) => Math.round(ms * 1000) / 1000;
 
-export const performance: Collector<PerformanceData> = {
+export const performance: CorePanel<PerformanceData> = {
   id: 'performance',
   title: 'Performance',
-  collect: (ctx) => ({
-    total: round(ctx.end),
-    ttfb: round(ctx.ttfb),
-    rss: ctx.rss,
-    spans: spansOf(ctx.trail, ctx.end),
-  }),
+  collect: (s) => ({ total: round(s.duration), ttfb: round(s.ttfb), rss: s.rss, spans: s.spans }),
   badge: (data) => `${Math.round(data.total)} ms`,
 };

@@ -1,7 +1,5 @@
-import type { Request } from 'express';
-import type { TLSSocket } from 'node:tls';
-import type { Collector } from './collector.js';
-import { describeParsed, type BodyData } from './body.js';
+import type { CorePanel } from './collector.js';
+import { describeBytes, describeParsed, type BodyData } from './body.js';
 import { plain } from './plain.js';
 import { cookieNames, redactHeaders, redactText, redactValue } from './redact.js';
 
@@ -21,32 +19,25 @@ export interface RequestData {
   };
 }
 
-export const request: Collector<RequestData> = {
+export const request: CorePanel<RequestData> = {
   id: 'request',
   title: 'Request',
-  collect(ctx, options) {
-    const req = ctx.req as Request;
+  collect(s, options) {
+    const r = s.request;
     const keys = options.redactKeys;
-    let query: unknown;
-    try {
-      query = redactValue(plain(req.query), keys);
-    } catch (err) {
-      query = { '[unparsable query]': String(err) };
-    }
+    const contentType = r.headers['content-type'] as string | undefined;
     return {
-      method: req.method,
-      url: redactText(req.originalUrl ?? req.url ?? '/', keys),
-      httpVersion: req.httpVersion,
-      query,
-      body: describeParsed(req.body, req.headers['content-type'], options.bodyLimit, keys),
-      params: redactValue(plain(ctx.params ?? {}), keys),
-      headers: redactHeaders(req.headers, keys),
-      cookies: cookieNames(req.headers.cookie),
-      server: {
-        remoteAddress: ctx.remoteAddress,
-        secure: Boolean((req.socket as TLSSocket | undefined)?.encrypted),
-        pid: process.pid,
-      },
+      method: r.method,
+      url: redactText(r.url, keys),
+      httpVersion: r.httpVersion,
+      query: redactValue(plain(r.query), keys),
+      body: r.rawBody
+        ? describeBytes(r.rawBody, contentType ?? 'text/plain', options.bodyLimit, keys)
+        : describeParsed(r.body, contentType, options.bodyLimit, keys),
+      params: redactValue(plain(s.params), keys),
+      headers: redactHeaders(r.headers, keys),
+      cookies: cookieNames(r.headers.cookie as string | undefined),
+      server: { remoteAddress: r.remoteAddress, secure: r.secure, pid: process.pid },
     };
   },
   badge: (data) => data.method,

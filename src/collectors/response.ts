@@ -1,4 +1,4 @@
-import type { Collector } from './collector.js';
+import type { CorePanel } from './collector.js';
 import { describeBytes, type BodyData } from './body.js';
 import { redactHeaders } from './redact.js';
 
@@ -10,23 +10,18 @@ export interface ResponseData {
   aborted: boolean;
 }
 
-export const response: Collector<ResponseData> = {
+export const response: CorePanel<ResponseData> = {
   id: 'response',
   title: 'Response',
-  collect(ctx, options) {
-    const res = ctx.res;
-    const headers = res.getHeaders();
-    const contentType = headers['content-type'] === undefined ? undefined : String(headers['content-type']);
-    const chunks = ctx.bodyChunks;
-    const bytes = chunks.length === 1 && Buffer.isBuffer(chunks[0])
-      ? chunks[0]
-      : Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)));
+  collect(s, options) {
+    const r = s.response;
+    const contentType = r.headers['content-type'] === undefined ? undefined : String(r.headers['content-type']);
     return {
-      status: res.statusCode,
-      statusMessage: res.statusMessage,
-      headers: redactHeaders(headers, options.redactKeys),
-      body: describeBytes(bytes, ctx.bodySize, contentType, options.bodyLimit, options.redactKeys),
-      aborted: ctx.aborted,
+      status: r.status,
+      statusMessage: r.statusMessage,
+      headers: redactHeaders(r.headers, options.redactKeys),
+      body: describeBytes(r.body, contentType, options.bodyLimit, options.redactKeys),
+      aborted: s.aborted,
     };
   },
   badge: (data) => data.status,

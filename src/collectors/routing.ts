@@ -1,5 +1,4 @@
-import type { Request } from 'express';
-import type { Collector } from './collector.js';
+import type { CorePanel } from './collector.js';
 import { plain } from './plain.js';
 import { redactValue } from './redact.js';
 
@@ -11,17 +10,14 @@ export interface RoutingData {
   params: unknown;
 }
 
-export const routing: Collector<RoutingData> = {
+export const routing: CorePanel<RoutingData> = {
   id: 'routing',
   title: 'Routing',
-  collect(ctx, options) {
-    const req = ctx.req as Request;
-    return {
-      method: req.method,
-      path: (req.originalUrl ?? req.url ?? '').split('?')[0],
-      route: ctx.route,
-      params: redactValue(plain(ctx.params ?? {}), options.redactKeys),
-    };
-  },
+  collect: (s, options) => ({
+    method: s.request.method,
+    path: s.request.url.split('?')[0],
+    route: s.route,
+    params: redactValue(plain(s.params), options.redactKeys),
+  }),
   badge: (data) => data.route ?? (data.path ? 'no route' : undefined),
 };

@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { STATUS_CODES } from 'node:http';
 import { requestUrl } from '../collectors/build.js';
-import { logs as logsCollector } from '../collectors/logs.js';
+import { logsData } from '../collectors/logs.js';
 import type { ResolvedOptions } from '../options.js';
 import type { RequestContext } from '../recording/context.js';
 import { addLine } from '../recording/logger.js';
@@ -73,7 +73,7 @@ function respond(err: unknown, status: number, req: Request, res: Response, ctx:
     }, null, 2));
     return;
   }
-  const logs = ctx ? logsCollector.collect(ctx, options) : undefined;
+  const logs = ctx ? logsData(ctx.logs, options.redactKeys) : undefined;
   if (format === 'text') {
     res.setHeader('Content-Type', 'text/plain; charset=utf-8');
     const report = textReport(exception, req, logs?.lines ?? [], token, profilerUrl);

@@ -36,6 +36,8 @@ export interface RequestContext {
   /** Milliseconds from arrival to the first byte written, the end, or -1 while pending. */
   ttfb: number;
   end: number;
+  /** scheme://host as the client asked: the start of the profile's link and of its stored URL. */
+  origin: string;
   req: IncomingMessage;
   res: ServerResponse;
   logs: LogLine[];

@@ -38,7 +38,7 @@ export function recorder(deps: RecorderDeps) {
 
   function stamp(res: ServerResponse, ctx: RequestContext) {
     if (res.headersSent) return;
-    if (!res.hasHeader('x-debug-token')) setDebugHeaders(res, ctx.req as Request, ctx.token);
+    if (!res.hasHeader('x-debug-token')) setDebugHeaders(res, ctx);
     if (debug && !res.hasHeader('x-robots-tag')) res.setHeader('X-Robots-Tag', 'noindex');
   }
 
@@ -93,6 +93,7 @@ export function recorder(deps: RecorderDeps) {
     const ctx: RequestContext = {
       recorder: recorderId,
       token: nextToken(),
+      origin: originOf(req),
       parent: null,
       time: Date.now(),
       start: performance.now(),
@@ -156,10 +157,18 @@ function rss(now: number): number {
   return rssValue;
 }
 
-export function setDebugHeaders(res: ServerResponse, req: Request, token: string): void {
+function originOf(req: Request): string {
   try {
-    res.setHeader('X-Debug-Token', token);
-    res.setHeader('X-Debug-Token-Link', `${req.protocol}://${req.get('host') ?? 'localhost'}/_profiler/${token}`);
+    return `${req.protocol}://${req.get('host') ?? 'localhost'}`;
+  } catch {
+    return 'http://localhost';
+  }
+}
+
+function setDebugHeaders(res: ServerResponse, ctx: RequestContext): void {
+  try {
+    res.setHeader('X-Debug-Token', ctx.token);
+    res.setHeader('X-Debug-Token-Link', `${ctx.origin}/_profiler/${ctx.token}`);
   } catch {
     // A Host header Node refuses to echo back: the token alone still identifies the profile.
   }

@@ -5,12 +5,12 @@ export const TOKEN_PATTERN = /^[0-9a-f]{6,32}$/;
 export const isToken = (value: unknown): value is string => typeof value === 'string' && TOKEN_PATTERN.test(value);
 
 /**
- * Draws tokens that are not in use. 16^6 tokens meet the birthday bound after a few thousand
- * requests, so every draw is checked against the tokens waiting to be written and those stored,
- * and redrawn on a hit. After many hits in a row (a nearly full space) the token grows by one
+ * Draws tokens that are not taken, and takes them. 16^6 tokens meet the birthday bound after a
+ * few thousand requests, so every draw is checked against the tokens in flight and stored, and
+ * redrawn on a hit. After many hits in a row (a nearly full space) the token grows by one
  * character rather than loop forever.
  */
-export function tokenSource(length: number, inUse: (token: string) => boolean): () => string {
+export function tokenSource(length: number, taken: { has(token: string): boolean; add(token: string): void }): () => string {
   const draws = new Map<number, () => string>();
   const draw = (n: number) => {
     let fn = draws.get(n);
@@ -21,7 +21,10 @@ export function tokenSource(length: number, inUse: (token: string) => boolean): 
     let n = length;
     for (let attempt = 0; ; attempt++) {
       const token = draw(n);
-      if (!inUse(token)) return token;
+      if (!taken.has(token)) {
+        taken.add(token);
+        return token;
+      }
       if (attempt % 16 === 15 && n < 32) n++;
     }
   };

@@ -1,40 +1,34 @@
-import { statSync } from 'node:fs';
 import type { Profile } from './profile.js';
+import { StoreHandle } from './store-handle.js';
 import { isCorruption, ProfileStore } from './store.js';
-import { TokenBitmap } from './token-bitmap.js';
+import type { TokenBitmap } from './token-bitmap.js';
 
 export interface QueueOptions {
   database: string;
   maxProfiles: number;
   maxAge: number;
   flushInterval: number;
-  onError: (message: string) => void;
 }
 
 /** Most profiles waiting for a store that cannot take them (locked, missing, full); beyond it the oldest go, counted. */
 const MAX_WAITING = 20_000;
-const REOPEN_AFTER_MS = 2_000;
+const RETRY_AFTER_MS = 2_000;
 const BATCH = 1_000;
 /** Age pruning scans by time: once a second is plenty. Count pruning is checked on every write. */
 const AGE_PRUNE_EVERY_MS = 1_000;
 
 /**
- * Batches finished requests and writes them after the response, in one transaction per flush.
- * Storage trouble never reaches the app: it is told once, the batch waits, and writing resumes
- * when the store can take it again.
+ * Batches finished requests and writes them in one transaction per flush. Storage trouble never
+ * reaches the app: it is told once, the batch waits, and writing resumes when the store can take
+ * it again.
  */
 export class WriteQueue<T> {
   private pending: T[] = [];
   private built: Profile[] = [];
-  /** Tokens waiting or stored, ours and other processes': what a new token must not be. */
-  private readonly taken = new TokenBitmap();
   private lastSeenId = 0;
-  /** The inode opened: a file deleted or replaced under us is noticed at the next write. */
-  private inode = 0;
   private nextAgePrune = 0;
   private timer: NodeJS.Timeout | undefined;
-  private store: ProfileStore | undefined;
-  private nextOpen = 0;
+  private readonly handle: StoreHandle;
   private dropped = 0;
   private closed = false;
   private morePrune = false;
@@ -43,35 +37,27 @@ export class WriteQueue<T> {
 
   constructor(
     private readonly options: QueueOptions,
-    private readonly tokenOf: (item: T) => string,
+    /** Tokens waiting or stored, ours and other processes': what a new token must not be. */
+    private readonly taken: TokenBitmap,
     private readonly build: (item: T) => Profile,
+    private readonly onError: (message: string) => void,
   ) {
-    this.open();
+    this.handle = new StoreHandle(options.database, (m) => this.tell(m), (store) => {
+      this.lastSeenId = 0;
+      this.learnTokens(store);
+    });
+    this.handle.get();
   }
 
   private tell(message: string): void {
     if (message === this.trouble) return;
     this.trouble = message;
-    this.options.onError(message);
+    this.onError(message);
   }
 
   /** The store, opened on demand; undefined while it cannot be opened. */
   open(): ProfileStore | undefined {
-    if (this.store || this.closed || Date.now() < this.nextOpen) return this.store;
-    try {
-      this.store = ProfileStore.open(this.options.database);
-      this.inode = inodeOf(this.options.database);
-      this.lastSeenId = 0;
-      this.learnTokens(this.store);
-    } catch (err) {
-      this.nextOpen = Date.now() + REOPEN_AFTER_MS;
-      this.tell(`cannot open profiler storage ${this.options.database}: ${(err as Error).message}; requests are served, profiles wait in memory`);
-    }
-    return this.store;
-  }
-
-  inUse(token: string): boolean {
-    return this.taken.has(token);
+    return this.closed ? undefined : this.handle.get();
   }
 
   /** Mark the tokens written since we last looked, including other processes' into the same file. */
@@ -82,12 +68,10 @@ export class WriteQueue<T> {
     }
   }
 
-  push(item: T): void {
+  push(items: T[]): void {
     if (this.closed) return;
-    this.pending.push(item);
-    this.taken.add(this.tokenOf(item));
-    if (this.pending.length >= BATCH) this.schedule(0);
-    else this.schedule(this.options.flushInterval);
+    for (const item of items) this.pending.push(item);
+    this.schedule(this.pending.length >= BATCH ? 0 : this.options.flushInterval);
   }
 
   private schedule(delay: number): void {
@@ -100,25 +84,14 @@ export class WriteQueue<T> {
     this.timer.unref();
   }
 
-  /**
-   * SQLite writes on to a file that was deleted or replaced, and what it writes is lost. A stat per
-   * flush (not per request) tells: then the old handle goes and a new file is opened.
-   */
-  private checkFile(): void {
-    if (!this.store || this.options.database === ':memory:') return;
-    const now = inodeOf(this.options.database);
-    if (now === this.inode) return;
-    this.tell(now === 0
-      ? `profiler storage ${this.options.database} was deleted; starting a new file`
-      : `profiler storage ${this.options.database} was replaced; reopening it`);
-    this.store.close();
-    this.store = undefined;
-    this.nextOpen = 0;
-  }
-
   /** Write everything that waits. Synchronous; returns the number of profiles written. */
   flush(): number {
-    this.checkFile();
+    const changed = this.handle.changed();
+    if (changed) {
+      this.tell(changed === 'deleted'
+        ? `profiler storage ${this.options.database} was deleted; starting a new file`
+        : `profiler storage ${this.options.database} was replaced; reopening it`);
+    }
     const items = this.pending;
     this.pending = [];
     for (const item of items) this.built.push(this.build(item));
@@ -144,7 +117,7 @@ export class WriteQueue<T> {
     this.built = [];
     if (this.trouble !== undefined) {
       this.trouble = undefined;
-      this.options.onError(`profiler storage is writable again: ${batch.length} waiting profiles written`);
+      this.onError(`profiler storage is writable again: ${batch.length} waiting profiles written`);
     }
     try {
       this.learnTokens(store);
@@ -156,7 +129,7 @@ export class WriteQueue<T> {
   }
 
   private retryLater(): number {
-    if (!this.closed) this.schedule(REOPEN_AFTER_MS);
+    if (!this.closed) this.schedule(RETRY_AFTER_MS);
     return 0;
   }
 
@@ -185,8 +158,7 @@ export class WriteQueue<T> {
       return;
     }
     this.tell(`profiler storage failed (${code || (err as Error).message}); profiles wait and will be written`);
-    store.close();
-    this.store = undefined;
+    this.handle.drop();
     if (isCorruption(err) && store.file !== ':memory:') {
       try {
         const aside = ProfileStore.moveAside(store.file);
@@ -201,15 +173,6 @@ export class WriteQueue<T> {
     clearTimeout(this.timer);
     this.flush();
     this.closed = true;
-    this.store?.close();
-    this.store = undefined;
+    this.handle.close();
   }
 }
-
-const inodeOf = (file: string): number => {
-  try {
-    return statSync(file).ino;
-  } catch {
-    return 0;
-  }
-};

@@ -3,9 +3,17 @@
  * the whole 6-character space, checked in a few nanoseconds where a SQLite lookup took
  * microseconds on every request. A set bit is conservative: a longer token that only shares its
  * prefix is redrawn too, which costs nothing but a draw.
+ *
+ * The bits live in a SharedArrayBuffer: the request thread marks the tokens it draws, the writer
+ * thread those it finds stored by other processes and clears those pruned. Atomics keep the two
+ * from undoing each other's change to the same byte.
  */
 export class TokenBitmap {
-  private readonly bits = new Uint8Array(1 << 21);
+  private readonly bits: Uint8Array;
+
+  constructor(readonly buffer: SharedArrayBuffer = new SharedArrayBuffer(1 << 21)) {
+    this.bits = new Uint8Array(buffer);
+  }
 
   private static slot(token: string): number {
     return Number.parseInt(token.slice(0, 6), 16);
@@ -18,11 +26,11 @@ export class TokenBitmap {
 
   add(token: string): void {
     const s = TokenBitmap.slot(token);
-    this.bits[s >>> 3] |= 1 << (s & 7);
+    Atomics.or(this.bits, s >>> 3, 1 << (s & 7));
   }
 
   delete(token: string): void {
     const s = TokenBitmap.slot(token);
-    this.bits[s >>> 3] &= ~(1 << (s & 7));
+    Atomics.and(this.bits, s >>> 3, ~(1 << (s & 7)) & 0xff);
   }
 }

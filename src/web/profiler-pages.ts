@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import type { Collector } from '../collectors/collector.js';
+import type { PanelInfo } from '../collectors/collector.js';
 import { routeTable } from '../errors/routes.js';
 import type { ResolvedOptions } from '../options.js';
 import { isToken } from '../recording/token.js';
@@ -71,7 +71,7 @@ export function profilerPages(deps: PagesDeps) {
     if (!profile) {
       return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}". It may have been pruned, or recorded by another server.`, { token });
     }
-    const panels = menuOf(profile, options.collectors);
+    const panels = menuOf(profile, options.panels);
     const asked = req.query.panel;
     const panelId = typeof asked === 'string' && asked !== '' ? asked : profile.collectors.exception ? 'exception' : 'request';
     const panel = panels.find((p) => p.id === panelId);
@@ -167,8 +167,8 @@ export interface MenuEntry {
   available: boolean;
 }
 
-function menuOf(profile: Profile, collectors: Collector[]): MenuEntry[] {
-  return collectors.map((c) => {
+function menuOf(profile: Profile, panels: PanelInfo[]): MenuEntry[] {
+  return panels.map((c) => {
     const data = profile.collectors[c.id];
     let badge: string | number | undefined;
     try {

@@ -1,0 +1,72 @@
+import { statSync } from 'node:fs';
+import { ProfileStore } from './store.js';
+
+const REOPEN_AFTER_MS = 2_000;
+
+/**
+ * A ProfileStore opened on demand and let go after trouble: a store that cannot be opened is
+ * tried again after a pause, never on every call. Each thread that touches the file has its own.
+ */
+export class StoreHandle {
+  private store: ProfileStore | undefined;
+  /** The inode opened: a file deleted or replaced under us is noticed by changed(). */
+  private inode = 0;
+  private nextOpen = 0;
+  private closed = false;
+
+  constructor(
+    readonly file: string,
+    private readonly tell: (message: string) => void,
+    /** Runs on each (re)open, inside the same guard: a store it cannot read is not kept. */
+    private readonly opened: (store: ProfileStore) => void = () => {},
+  ) {}
+
+  /** The store, opened on demand; undefined while it cannot be opened. */
+  get(): ProfileStore | undefined {
+    if (this.store || this.closed || Date.now() < this.nextOpen) return this.store;
+    let store: ProfileStore | undefined;
+    try {
+      store = ProfileStore.open(this.file);
+      this.inode = inodeOf(this.file);
+      this.opened(store);
+      this.store = store;
+    } catch (err) {
+      store?.close();
+      this.nextOpen = Date.now() + REOPEN_AFTER_MS;
+      this.tell(`cannot open profiler storage ${this.file}: ${(err as Error).message}; requests are served, profiles wait in memory`);
+    }
+    return this.store;
+  }
+
+  /**
+   * SQLite goes on using a file that was deleted or replaced, and what it writes there is lost.
+   * A stat tells; then the old connection goes and the next get() opens the file now there.
+   */
+  changed(): 'deleted' | 'replaced' | undefined {
+    if (!this.store) return undefined;
+    const now = inodeOf(this.file);
+    if (now === this.inode) return undefined;
+    this.drop();
+    return now === 0 ? 'deleted' : 'replaced';
+  }
+
+  /** Close the connection; the next get() opens a new one at once. */
+  drop(): void {
+    this.store?.close();
+    this.store = undefined;
+    this.nextOpen = 0;
+  }
+
+  close(): void {
+    this.closed = true;
+    this.drop();
+  }
+}
+
+const inodeOf = (file: string): number => {
+  try {
+    return statSync(file).ino;
+  } catch {
+    return 0;
+  }
+};

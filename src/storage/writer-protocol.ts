@@ -1,0 +1,18 @@
+import type { PanelOptions } from '../collectors/collector.js';
+import type { Snapshot } from '../recording/snapshot.js';
+import type { QueueOptions } from './queue.js';
+
+/** What the writer thread needs of a profiler's options: plain data, no functions. */
+export type WriterOptions = QueueOptions & PanelOptions;
+
+/** Messages to the writer thread. Those with a seq are answered, and the caller waits. */
+export type ToWriter =
+  | { type: 'open'; id: number; seq: number; options: WriterOptions; bits: SharedArrayBuffer }
+  | { type: 'profiles'; id: number; items: Snapshot[] }
+  | { type: 'flush'; id: number; seq: number }
+  | { type: 'close'; id: number; seq: number };
+
+/** Messages from it: the answer to a waiting call, or trouble to tell a profiler's onError. */
+export type FromWriter =
+  | { type: 'reply'; seq: number; value: number }
+  | { type: 'notice'; id: number; message: string };
