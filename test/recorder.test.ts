@@ -142,6 +142,26 @@ describe('recorder: the stored profile', () => {
     expect(readRows(database)).toHaveLength(20);
   });
 
+  it("takes the client address as the app's trust proxy setting says", async () => {
+    const database = tempDb();
+    const profiler = webProfiler({ database, onError: () => {} });
+    const app = express();
+    app.set('trust proxy', 'loopback');
+    app.use(profiler);
+    app.get('/where', (req, res) => res.send(req.ip));
+    const server = await listen(app);
+    running.push(server);
+    const forwarded = await fetch(`${server.url}/where?from=proxy`, { headers: { 'x-forwarded-for': '203.0.113.7' } });
+    expect(await forwarded.text()).toBe('203.0.113.7');
+    await fetch(`${server.url}/where`);
+    profiler.flush();
+    const [viaProxy, direct] = readRows(database);
+    expect(viaProxy.ip).toBe('203.0.113.7');
+    expect(viaProxy.collectors.request.query).toEqual({ from: 'proxy' });
+    expect(direct.ip).toMatch(/^(::ffff:)?127\.0\.0\.1$/);
+    expect(direct.collectors.request.query).toEqual({});
+  });
+
   it('works the same on Express 4', async () => {
     const { url, profiler, database } = await start({}, express4 as unknown as typeof express);
     const res = await fetch(`${url}/users/7`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a":1}' });

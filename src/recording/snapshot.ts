@@ -74,7 +74,7 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     ttfb: ctx.ttfb,
     rss: ctx.rss,
     aborted: ctx.aborted,
-    ip: safe(() => req.ip, undefined) ?? ctx.remoteAddress ?? 'unknown',
+    ip: ipOf(req, ctx.remoteAddress),
     url: `${ctx.origin}${req.originalUrl ?? req.url ?? '/'}`,
     request: {
       method: req.method ?? 'GET',
@@ -126,7 +126,10 @@ export function sendable(s: Snapshot): Snapshot {
 
 /** The kept response chunks as one value: a lone string stays a string, bytes become one exact copy. */
 function bodyOf(chunks: (Buffer | string)[], size: number, limit: number): RawBody {
-  if (chunks.length === 1 && typeof chunks[0] === 'string') return { bytes: chunks[0].slice(0, limit + 1), size };
+  if (chunks.length === 1) {
+    const [only] = chunks;
+    return { bytes: typeof only === 'string' ? only.slice(0, limit + 1) : copyOf(only.subarray(0, limit + 1)), size };
+  }
   const bytes = Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)));
   return { bytes: copyOf(bytes.subarray(0, limit + 1)), size };
 }
@@ -134,7 +137,15 @@ function bodyOf(chunks: (Buffer | string)[], size: number, limit: number): RawBo
 /** A Buffer is often a view on an 8 KiB shared slab, which a thread message would copy whole. */
 const copyOf = (bytes: Buffer): Uint8Array => new Uint8Array(bytes);
 
+/** Without X-Forwarded-For, req.ip (and its trust-proxy walk) can only be the peer's address. */
+function ipOf(req: Request, remoteAddress: string | undefined): string {
+  const ip = req.headers['x-forwarded-for'] === undefined ? remoteAddress : safe(() => req.ip, remoteAddress);
+  return ip ?? 'unknown';
+}
+
+/** Express 5 parses req.query anew on each read: a URL without a query needs none. */
 function queryOf(req: Request): unknown {
+  if (!(req.originalUrl ?? req.url ?? '').includes('?')) return {};
   try {
     return req.query;
   } catch (err) {

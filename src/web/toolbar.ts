@@ -49,8 +49,8 @@ export function blocksInlineScripts(csp: string): boolean {
   return !sources.includes("'unsafe-inline'") || sources.some((s) => /^'(nonce|sha256|sha384|sha512)-/.test(s));
 }
 
+const BODY_CLOSE = [Buffer.from('</body>'), Buffer.from('</BODY>')];
+
 function lastBodyClose(body: Buffer): number {
-  const lower = body.lastIndexOf('</body>');
-  const upper = body.lastIndexOf('</BODY>');
-  return Math.max(lower, upper);
+  return Math.max(body.lastIndexOf(BODY_CLOSE[0]), body.lastIndexOf(BODY_CLOSE[1]));
 }
