@@ -1,7 +1,4 @@
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { onceEach } from './collectors/build.js';
 import { resolveOptions, type ProfilerOptions, type ResolvedOptions } from './options.js';
 import { captureConsole, logger } from './recording/logger.js';
@@ -10,6 +7,7 @@ import { capture } from './recording/snapshot.js';
 import { errorHandler } from './errors/error-handler.js';
 import { notFound } from './errors/not-found.js';
 import { tokenSource } from './recording/token.js';
+import { fileFor, release } from './storage/private-file.js';
 import { StoreHandle } from './storage/store-handle.js';
 import type { ProfileStore } from './storage/store.js';
 import { ProfileWriter } from './storage/writer.js';
@@ -33,25 +31,6 @@ export interface WebProfiler extends RequestHandler {
 /** Read from req.url, not req.path: this runs on every request and parsing the URL is not free. */
 const isProfilerPath = (url: string) =>
   url.startsWith('/_') && /^\/(_profiler(\/|\?|$)|_wdt\/)/.test(url);
-
-/**
- * The writer thread and the pages each open the file, so ':memory:' (one connection's own
- * database) becomes a private temporary file, removed on close or at exit.
- */
-const temporary = new Set<string>();
-function fileFor(database: string): string {
-  if (database !== ':memory:') return database;
-  if (temporary.size === 0) process.once('exit', () => temporary.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
-  const dir = mkdtempSync(path.join(tmpdir(), 'web-profiler-'));
-  temporary.add(dir);
-  return path.join(dir, 'profiler.sqlite');
-}
-
-function removeIfTemporary(file: string): void {
-  const dir = path.dirname(file);
-  if (!temporary.delete(dir)) return;
-  rmSync(dir, { recursive: true, force: true });
-}
 
 export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const options = resolveOptions(userOptions);
@@ -89,7 +68,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     close: () => {
       writer.close();
       reader.close();
-      removeIfTemporary(file);
+      release(file);
     },
   });
 }

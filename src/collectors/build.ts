@@ -1,15 +1,7 @@
-import type { Request } from 'express';
 import type { Snapshot } from '../recording/snapshot.js';
 import type { Profile } from '../storage/profile.js';
 import type { CorePanel, PanelInfo, PanelOptions } from './collector.js';
 import { redactText } from './redact.js';
-
-/** scheme://host[:port]/path?query as the client asked for it. */
-export function requestUrl(req: Request, withQuery = true): string {
-  const url = req.originalUrl ?? req.url ?? '/';
-  const host = req.get('host') ?? 'localhost';
-  return `${req.protocol}://${host}${withQuery ? url : url.split('?')[0]}`;
-}
 
 /**
  * Turn a snapshot into a Profile: the core panels built here, the app's own panels as they were

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { STATUS_CODES } from 'node:http';
-import { requestUrl } from '../collectors/build.js';
+import { requestUrl } from '../recording/url.js';
 import { logsData } from '../collectors/logs.js';
 import type { ResolvedOptions } from '../options.js';
 import type { RequestContext } from '../recording/context.js';

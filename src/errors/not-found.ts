@@ -1,5 +1,5 @@
 import type { Request, RequestHandler } from 'express';
-import { requestUrl } from '../collectors/build.js';
+import { requestUrl } from '../recording/url.js';
 import { MethodNotAllowedError, NotFoundError } from './http-error.js';
 import { allowedMethods } from './routes.js';
 

@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { contextOf, kContext, requestStore, type RequestContext } from './context.js';
 import { hookLayers } from './layers.js';
 import { logger, RequestLogger } from './logger.js';
+import { originOf } from './url.js';
 
 type Method = (this: ServerResponse, ...args: unknown[]) => unknown;
 type Tracked = ServerResponse & { [kContext]?: RequestContext };
@@ -155,14 +156,6 @@ function rss(now: number): number {
     rssAt = now;
   }
   return rssValue;
-}
-
-function originOf(req: Request): string {
-  try {
-    return `${req.protocol}://${req.get('host') ?? 'localhost'}`;
-  } catch {
-    return 'http://localhost';
-  }
 }
 
 function setDebugHeaders(res: ServerResponse, ctx: RequestContext): void {

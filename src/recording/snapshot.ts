@@ -66,6 +66,7 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
   const req = ctx.req as Request;
   const res = ctx.res;
   const limit = options.bodyLimit;
+  const url = req.originalUrl ?? req.url ?? '/';
   const snapshot: Snapshot = {
     token: ctx.token,
     parent: ctx.parent,
@@ -75,13 +76,13 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     rss: ctx.rss,
     aborted: ctx.aborted,
     ip: ipOf(req, ctx.remoteAddress),
-    url: `${ctx.origin}${req.originalUrl ?? req.url ?? '/'}`,
+    url: ctx.origin + url,
     request: {
       method: req.method ?? 'GET',
-      url: req.originalUrl ?? req.url ?? '/',
+      url,
       httpVersion: req.httpVersion,
       headers: req.headers,
-      query: queryOf(req),
+      query: url.includes('?') ? queryOf(req) : {},
       secure: Boolean((req.socket as TLSSocket | undefined)?.encrypted),
       remoteAddress: ctx.remoteAddress,
     },
@@ -99,8 +100,8 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     extra: {},
   };
   const body = req.body as unknown;
-  if (typeof body === 'string') snapshot.request.rawBody = { bytes: body.slice(0, limit + 1), size: Buffer.byteLength(body) };
-  else if (Buffer.isBuffer(body)) snapshot.request.rawBody = { bytes: copyOf(body.subarray(0, limit + 1)), size: body.length };
+  if (typeof body === 'string') snapshot.request.rawBody = { bytes: cut(body, limit), size: Buffer.byteLength(body) };
+  else if (Buffer.isBuffer(body)) snapshot.request.rawBody = { bytes: cut(body, limit), size: body.length };
   else if (body !== undefined) snapshot.request.body = body;
   const failed = collectEach(own, (collector) => collector.collect(ctx, options), snapshot.extra, tell);
   if (failed) snapshot.extraErrors = failed;
@@ -115,27 +116,25 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
 export function sendable(s: Snapshot): Snapshot {
   return {
     ...s,
-    request: { ...s.request, headers: plain(s.request.headers) as Record<string, unknown>, query: plain(s.request.query), body: plain(s.request.body) },
-    response: { ...s.response, headers: plain(s.response.headers) as Record<string, unknown> },
+    request: { ...s.request, query: plain(s.request.query), body: plain(s.request.body) },
     params: plain(s.params),
     logs: s.logs.map((line) => (line.context === undefined ? line : { ...line, context: plain(line.context) })),
-    exception: plain(s.exception) as ExceptionData | undefined,
     extra: plain(s.extra) as Record<string, unknown>,
   };
 }
 
 /** The kept response chunks as one value: a lone string stays a string, bytes become one exact copy. */
 function bodyOf(chunks: (Buffer | string)[], size: number, limit: number): RawBody {
-  if (chunks.length === 1) {
-    const [only] = chunks;
-    return { bytes: typeof only === 'string' ? only.slice(0, limit + 1) : copyOf(only.subarray(0, limit + 1)), size };
-  }
-  const bytes = Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)));
-  return { bytes: copyOf(bytes.subarray(0, limit + 1)), size };
+  if (chunks.length === 1) return { bytes: cut(chunks[0], limit), size };
+  return { bytes: cut(Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c))), limit), size };
 }
 
-/** A Buffer is often a view on an 8 KiB shared slab, which a thread message would copy whole. */
-const copyOf = (bytes: Buffer): Uint8Array => new Uint8Array(bytes);
+/**
+ * The first limit + 1 characters or bytes: enough to show, and to tell the body was cut. Bytes
+ * are copied: a Buffer is often a view on an 8 KiB shared slab, which a thread message would copy whole.
+ */
+const cut = (value: string | Buffer, limit: number): string | Uint8Array =>
+  typeof value === 'string' ? value.slice(0, limit + 1) : new Uint8Array(value.subarray(0, limit + 1));
 
 /** Without X-Forwarded-For, req.ip (and its trust-proxy walk) can only be the peer's address. */
 function ipOf(req: Request, remoteAddress: string | undefined): string {
@@ -143,9 +142,8 @@ function ipOf(req: Request, remoteAddress: string | undefined): string {
   return ip ?? 'unknown';
 }
 
-/** Express 5 parses req.query anew on each read: a URL without a query needs none. */
+/** Express 5 parses req.query anew on each read, so a URL without a query skips it. */
 function queryOf(req: Request): unknown {
-  if (!(req.originalUrl ?? req.url ?? '').includes('?')) return {};
   try {
     return req.query;
   } catch (err) {

@@ -57,7 +57,7 @@ export class WriteQueue<T> {
 
   /** The store, opened on demand; undefined while it cannot be opened. */
   open(): ProfileStore | undefined {
-    return this.closed ? undefined : this.handle.get();
+    return this.handle.get();
   }
 
   /** Mark the tokens written since we last looked, including other processes' into the same file. */
