@@ -58,8 +58,6 @@ export interface RequestContext {
   log: import('./logger.js').Logger | undefined;
 }
 
-export const requestStore = new AsyncLocalStorage<RequestContext>();
-
 /** Where a response keeps its context: found through res even where async context is lost. */
 export const kContext = Symbol('web-profiler.context');
 
@@ -67,4 +65,47 @@ export const kContext = Symbol('web-profiler.context');
 export const contextOf = (res: unknown): RequestContext | undefined =>
   (res as { [kContext]?: RequestContext } | null)?.[kContext];
 
-export const currentContext = (): RequestContext | undefined => requestStore.getStore();
+/*
+ * Which request is running, for the exported logger and console capture (req.log needs none of
+ * this). AsyncLocalStorage follows a request across awaits, but on Node 20 it costs something on
+ * every async resource the process creates, so it is switched on only once the app is seen to
+ * need it: a line logged while requests are in flight, outside any router layer's synchronous
+ * code. Until then a line belongs to the request whose layer is running, or else to the only
+ * request in flight; that same line switches tracking on for every request after it.
+ */
+const requestStore = new AsyncLocalStorage<RequestContext>();
+let tracking = false;
+let running: RequestContext | undefined;
+let inFlight = 0;
+let lone: RequestContext | undefined;
+
+/** A recorded request starts: runs `next` in its async context once tracking is on. */
+export function begin(ctx: RequestContext, next: () => void): void {
+  lone = ++inFlight === 1 ? ctx : undefined;
+  if (tracking) requestStore.run(ctx, next);
+  else next();
+}
+
+/** A recorded request has finished. */
+export function end(ctx: RequestContext): void {
+  inFlight--;
+  if (lone === ctx) lone = undefined;
+}
+
+/** A router layer of ctx's starts running: returns the request it interrupts, for leave(). */
+export function enter(ctx: RequestContext): RequestContext | undefined {
+  const outer = running;
+  running = ctx;
+  return outer;
+}
+
+export function leave(outer: RequestContext | undefined): void {
+  running = outer;
+}
+
+export function currentContext(): RequestContext | undefined {
+  if (tracking) return requestStore.getStore() ?? running;
+  if (running !== undefined || inFlight === 0) return running;
+  tracking = true;
+  return lone;
+}

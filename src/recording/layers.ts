@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { contextOf, type Span } from './context.js';
+import { contextOf, enter, leave, type Span } from './context.js';
 
 /** The part of an Express 4 or 5 router layer that we read. */
 export interface RouterLayer {
@@ -32,6 +32,7 @@ const hooked = new WeakSet<object>();
  * Every layer of every router (nested routers and sub-apps included) is entered through its
  * prototype's handleRequest / handleError (handle_request / handle_error in Express 4). Hooking
  * those once makes the timeline cost one push per layer: the layer and the time it was entered.
+ * The layer's synchronous code runs as its request's (enter/leave), for the exported logger.
  * Errors are caught there too, so one answered by an app's own error middleware still reaches
  * the profile.
  */
@@ -47,8 +48,14 @@ export function hookLayers(app: unknown): void {
     proto[name] = {
       [name](this: RouterLayer, req: unknown, res: unknown, next: unknown) {
         const ctx = contextOf(res);
-        if (ctx !== undefined && this.handle.length < 4) ctx.trail.push(this, performance.now() - ctx.start);
-        return original.call(this, req, res, next);
+        if (ctx === undefined) return original.call(this, req, res, next);
+        if (this.handle.length < 4) ctx.trail.push(this, performance.now() - ctx.start);
+        const outer = enter(ctx);
+        try {
+          return original.call(this, req, res, next);
+        } finally {
+          leave(outer);
+        }
       },
     }[name];
   }
@@ -58,11 +65,15 @@ export function hookLayers(app: unknown): void {
     proto[name] = {
       [name](this: RouterLayer, error: unknown, req: unknown, res: unknown, next: unknown) {
         const ctx = contextOf(res);
-        if (ctx !== undefined) {
-          if (ctx.error === undefined && error) ctx.error = error;
-          if (this.handle.length === 4) ctx.trail.push(this, performance.now() - ctx.start);
+        if (ctx === undefined) return original.call(this, error, req, res, next);
+        if (ctx.error === undefined && error) ctx.error = error;
+        if (this.handle.length === 4) ctx.trail.push(this, performance.now() - ctx.start);
+        const outer = enter(ctx);
+        try {
+          return original.call(this, error, req, res, next);
+        } finally {
+          leave(outer);
         }
-        return original.call(this, error, req, res, next);
       },
     }[name];
   }

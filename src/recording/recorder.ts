@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { contextOf, kContext, requestStore, type RequestContext } from './context.js';
+import { begin, contextOf, end, kContext, type RequestContext } from './context.js';
 import { hookLayers } from './layers.js';
 import { logger, RequestLogger } from './logger.js';
 import { originOf } from './url.js';
@@ -34,11 +34,12 @@ export function recorder(deps: RecorderDeps) {
     ctx.params = req.params;
     ctx.rss = rss(ctx.start + ctx.end);
     ctx.remoteAddress = req.socket?.remoteAddress;
+    end(ctx);
     done(ctx);
   }
 
+  /** Called as the headers go out, whatever sends them: every header write passes through writeHead. */
   function stamp(res: ServerResponse, ctx: RequestContext) {
-    if (res.headersSent) return;
     if (!res.hasHeader('x-debug-token')) setDebugHeaders(res, ctx);
     if (debug && !res.hasHeader('x-robots-tag')) res.setHeader('X-Robots-Tag', 'noindex');
   }
@@ -56,31 +57,36 @@ export function recorder(deps: RecorderDeps) {
 
   /**
    * Express gives each app its own response and request prototypes (app.response, app.request;
-   * mounted sub-apps inherit from them). Wrapping write/end and defining req.log there, once,
-   * costs no per-request closures or own properties; responses this recorder did not start pass
-   * straight through.
+   * mounted sub-apps inherit from them). Wrapping writeHead/write/end and defining req.log there,
+   * once, costs no per-request closures or own properties; responses this recorder did not start
+   * pass straight through.
    */
-  const patched = new WeakSet<object>();
+  let patched: object | undefined;
+  const seen = new WeakSet<object>();
   function patchPrototypes(req: Request, res: Response) {
     const resProto = Object.getPrototypeOf(res) as Record<string, unknown>;
-    if (patched.has(resProto)) return;
-    patched.add(resProto);
+    if (resProto === patched) return;
+    patched = resProto;
+    if (seen.has(resProto)) return;
+    seen.add(resProto);
+    const writeHead0 = resProto.writeHead as Method;
     const write0 = resProto.write as Method;
     const end0 = resProto.end as Method;
+    resProto.writeHead = function writeHead(this: Tracked, status: unknown, reason?: unknown, headers?: unknown) {
+      const ctx = this[kContext];
+      if (ctx !== undefined && ctx.recorder === recorderId && !this.headersSent) stamp(this, ctx);
+      return writeHead0.call(this, status, reason, headers);
+    };
     resProto.write = function write(this: Tracked, chunk: unknown, encoding?: unknown, cb?: unknown) {
       const ctx = this[kContext];
-      if (ctx && ctx.recorder === recorderId) {
-        stamp(this, ctx);
-        keep(ctx, chunk, encoding);
-      }
+      if (ctx !== undefined && ctx.recorder === recorderId) keep(ctx, chunk, encoding);
       return write0.call(this, chunk, encoding, cb);
     };
     resProto.end = function end(this: Tracked, chunk?: unknown, encoding?: unknown, cb?: unknown) {
       const ctx = this[kContext];
-      if (!ctx || ctx.recorder !== recorderId) return end0.call(this, chunk, encoding, cb);
+      if (ctx === undefined || ctx.recorder !== recorderId) return end0.call(this, chunk, encoding, cb);
       keep(ctx, chunk, encoding);
       const injected = inject && chunk != null && typeof chunk !== 'function' ? inject(ctx.req, this, ctx.token, chunk, encoding) : undefined;
-      stamp(this, ctx);
       if (injected) return end0.call(this, injected, typeof encoding === 'function' ? encoding : cb);
       return end0.call(this, chunk, encoding, cb);
     };
@@ -118,12 +124,11 @@ export function recorder(deps: RecorderDeps) {
     (res as Tracked)[kContext] = ctx;
     // 'close' follows 'finish' on every response (keep-alive too) and also comes alone on abort.
     res.on('close', finish);
-    stamp(res, ctx);
     if (req.app !== lastApp) {
       hookLayers(req.app);
       lastApp = req.app;
     }
-    requestStore.run(ctx, next);
+    begin(ctx, next);
   };
 }
 

@@ -1,8 +1,11 @@
-import { customAlphabet } from 'nanoid';
+import { random } from 'nanoid';
 
 export const TOKEN_PATTERN = /^[0-9a-f]{6,32}$/;
 
 export const isToken = (value: unknown): value is string => typeof value === 'string' && TOKEN_PATTERN.test(value);
+
+/** Random hex characters are drawn this many at a time (nanoid's pooled CSPRNG, which refills 128 draws at once) and dealt out in slices. */
+const HEX_BATCH = 512;
 
 /**
  * Draws tokens that are not taken, and takes them. 16^6 tokens meet the birthday bound after a
@@ -11,11 +14,14 @@ export const isToken = (value: unknown): value is string => typeof value === 'st
  * character rather than loop forever.
  */
 export function tokenSource(length: number, taken: { has(token: string): boolean; add(token: string): void }): () => string {
-  const draws = new Map<number, () => string>();
+  let hex = '';
+  let at = 0;
   const draw = (n: number) => {
-    let fn = draws.get(n);
-    if (!fn) draws.set(n, (fn = customAlphabet('0123456789abcdef', n)));
-    return fn();
+    if (at + n > hex.length) {
+      hex = Buffer.from(random(HEX_BATCH / 2)).toString('hex');
+      at = 0;
+    }
+    return hex.slice(at, (at += n));
   };
   return () => {
     let n = length;

@@ -1,9 +1,15 @@
 import type { Request } from 'express';
+import type { TLSSocket } from 'node:tls';
 
-/** scheme://host as the client asked for it (req.protocol honours the app's trust proxy setting). */
+/**
+ * scheme://host as the client asked for it. req.protocol honours the app's trust proxy setting,
+ * but it can only differ from the socket's own scheme when an X-Forwarded-Proto header came:
+ * without one, the socket answers, and every request skips the trust-proxy walk.
+ */
 export function originOf(req: Request): string {
   try {
-    return `${req.protocol}://${req.get('host') ?? 'localhost'}`;
+    const scheme = req.headers['x-forwarded-proto'] === undefined ? ((req.socket as TLSSocket | undefined)?.encrypted ? 'https' : 'http') : req.protocol;
+    return `${scheme}://${req.headers.host ?? 'localhost'}`;
   } catch {
     return 'http://localhost';
   }
