@@ -30,6 +30,13 @@ async function start(options: ProfilerOptions = {}, lib: typeof express = expres
     console.log('console line for %s', req.params.id);
     res.status(201).cookie('session', 'set-cookie-secret').json({ ok: true, token: 'response-token-secret' });
   });
+  // Logs after an await, where no router layer is running.
+  app.get('/later/:id', async (req, res) => {
+    await new Promise((resolve) => setTimeout(resolve, Number(req.query.wait ?? 1)));
+    logger.info(`logger after await ${req.params.id}`);
+    console.log(`console after await ${req.params.id}`);
+    res.send('done');
+  });
   app.post('/upload', (req, res) => res.json({ size: (req.body as Buffer).length }));
   app.get('/fail', (_req, _res, next) => next(new Error('the database is gone')));
   app.get('/robots', (_req, res) => res.set('X-Robots-Tag', 'all').send('ok'));
@@ -178,6 +185,23 @@ describe('recorder: the stored profile', () => {
     expect(failed.status).toBe(500);
     profiler.flush();
     expect(readRows(database).find((r) => r.token === failed.headers.get('x-debug-token'))!.collectors.exception.chain[0].message).toBe('the database is gone');
+  });
+});
+
+describe('recorder: the exported logger and console', () => {
+  const linesOf = (database: string, token: string | null) =>
+    readRows(database).find((r) => r.token === token)!.collectors.logs.lines.map((l: any) => l.message);
+
+  it("lands lines logged after an await in their own request's profile, alone or side by side", async () => {
+    const { url, profiler, database } = await start();
+    logger.info('logged while no request runs');
+    const first = (await fetch(`${url}/later/1`)).headers.get('x-debug-token');
+    // Side by side, finishing in the opposite order from their start.
+    const tokens = await Promise.all([2, 3, 4, 5].map(async (id) =>
+      [id, (await fetch(`${url}/later/${id}?wait=${40 - id * 5}`)).headers.get('x-debug-token')] as const));
+    profiler.flush();
+    expect(linesOf(database, first)).toEqual(['logger after await 1', 'console after await 1']);
+    for (const [id, token] of tokens) expect(linesOf(database, token)).toEqual([`logger after await ${id}`, `console after await ${id}`]);
   });
 });
 

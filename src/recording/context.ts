@@ -71,7 +71,8 @@ export const contextOf = (res: unknown): RequestContext | undefined =>
  * every async resource the process creates, so it is switched on only once the app is seen to
  * need it: a line logged while requests are in flight, outside any router layer's synchronous
  * code. Until then a line belongs to the request whose layer is running, or else to the only
- * request in flight; that same line switches tracking on for every request after it.
+ * request in flight (`lone`, never one begun with tracking on); that same line switches tracking
+ * on for every request after it.
  */
 const requestStore = new AsyncLocalStorage<RequestContext>();
 let tracking = false;
@@ -81,7 +82,7 @@ let lone: RequestContext | undefined;
 
 /** A recorded request starts: runs `next` in its async context once tracking is on. */
 export function begin(ctx: RequestContext, next: () => void): void {
-  lone = ++inFlight === 1 ? ctx : undefined;
+  lone = ++inFlight === 1 && !tracking ? ctx : undefined;
   if (tracking) requestStore.run(ctx, next);
   else next();
 }
@@ -104,7 +105,7 @@ export function leave(outer: RequestContext | undefined): void {
 }
 
 export function currentContext(): RequestContext | undefined {
-  if (tracking) return requestStore.getStore() ?? running;
+  if (tracking) return requestStore.getStore() ?? running ?? lone;
   if (running !== undefined || inFlight === 0) return running;
   tracking = true;
   return lone;

@@ -81,24 +81,37 @@ export function hookLayers(app: unknown): void {
 
 const round = (ms: number) => Math.round(ms * 1000) / 1000;
 
-/** The trail of (layer, entered at) pairs as spans: each runs until the next layer is entered, the last until the end. */
+/**
+ * The trail of (layer, entered at) pairs with each layer replaced, in place, by its kind and name
+ * ("route\troute GET /hello"): plain strings that can cross to the writer thread.
+ */
+export function describeTrail(trail: unknown[]): unknown[] {
+  for (let i = 0; i < trail.length; i += 2) trail[i] = describe(trail[i] as RouterLayer);
+  return trail;
+}
+
+/** A described trail as spans: each runs until the next layer is entered, the last until the end. */
 export function spansOf(trail: unknown[], end: number): Span[] {
   const spans: Span[] = [];
   for (let i = 0; i < trail.length; i += 2) {
-    const { name, kind } = describe(trail[i] as RouterLayer);
+    const described = trail[i] as string;
+    const tab = described.indexOf('\t');
     const start = trail[i + 1] as number;
     const next = i + 3 < trail.length ? (trail[i + 3] as number) : end;
-    spans.push({ name, kind, start: round(start), end: round(Math.max(next, start)) });
+    spans.push({ name: described.slice(tab + 1), kind: described.slice(0, tab) as Span['kind'], start: round(start), end: round(Math.max(next, start)) });
   }
   return spans;
 }
 
 /** Layers outlive requests: their names are worked out once each. */
-const described = new WeakMap<RouterLayer, Pick<Span, 'name' | 'kind'>>();
+const described = new WeakMap<RouterLayer, string>();
 
-function describe(layer: RouterLayer): Pick<Span, 'name' | 'kind'> {
+function describe(layer: RouterLayer): string {
   let d = described.get(layer);
-  if (!d) described.set(layer, (d = describeOnce(layer)));
+  if (d === undefined) {
+    const { kind, name } = describeOnce(layer);
+    described.set(layer, (d = `${kind}\t${name}`));
+  }
   return d;
 }
 

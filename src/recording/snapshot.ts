@@ -1,4 +1,5 @@
 import type { Request } from 'express';
+import type { ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Collector } from '../collectors/collector.js';
 import { collectEach } from '../collectors/build.js';
@@ -6,7 +7,7 @@ import { plain } from '../collectors/plain.js';
 import { describeException, type ExceptionData } from '../errors/describe.js';
 import type { ResolvedOptions } from '../options.js';
 import type { LogLine, RequestContext, Span } from './context.js';
-import { spansOf } from './layers.js';
+import { describeTrail, spansOf } from './layers.js';
 
 /** A body kept as bytes: at most bodyLimit + 1 of them (enough to tell it was cut), and its full size. */
 export interface RawBody {
@@ -59,15 +60,56 @@ export interface Snapshot {
 }
 
 /**
- * Read a finished request into a Snapshot. Runs on the request's thread once per request, so it
- * copies references and cuts bodies, and leaves parsing and redaction to the writer.
+ * A finished request as the request's thread leaves it, and as it crosses to the writer thread:
+ * flat, with as few objects as can be, because copying it for the thread costs the request's
+ * thread per object and per key. snapshotOf() makes the Snapshot from it, in the writer.
  */
-export function capture(ctx: RequestContext, own: Collector[], options: ResolvedOptions, tell: (message: string) => void): Snapshot {
+export interface Captured {
+  token: string;
+  parent: string | null;
+  time: number;
+  duration: number;
+  ttfb: number;
+  rss: number;
+  aborted: boolean;
+  ip: string;
+  origin: string;
+  method: string;
+  url: string;
+  httpVersion: string;
+  headers: Record<string, unknown>;
+  query?: unknown;
+  body?: unknown;
+  rawBody?: RawBody;
+  secure: boolean;
+  remoteAddress?: string;
+  status: number;
+  statusMessage: string;
+  /** The response head as it went out (status line and headers), or the headers set when none went out. */
+  head: string | Record<string, unknown>;
+  bodyBytes: Uint8Array | string;
+  bodySize: number;
+  route?: string;
+  params?: unknown;
+  /** (kind TAB name, entered at) pairs: see layers.ts. */
+  trail: unknown[];
+  logs?: LogLine[];
+  exception?: ExceptionData;
+  extra?: Record<string, unknown>;
+  extraErrors?: Record<string, string>;
+}
+
+/**
+ * Read a finished request. Runs on the request's thread once per request: it copies references,
+ * cuts bodies and takes the response head as Node wrote it, and leaves all parsing to the writer.
+ */
+export function capture(ctx: RequestContext, own: Collector[], options: ResolvedOptions, tell: (message: string) => void): Captured {
   const req = ctx.req as Request;
-  const res = ctx.res;
+  const res = ctx.res as ServerResponse & { _header?: unknown };
   const limit = options.bodyLimit;
   const url = req.originalUrl ?? req.url ?? '/';
-  const snapshot: Snapshot = {
+  const body = req.body as unknown;
+  const c: Captured = {
     token: ctx.token,
     parent: ctx.parent,
     time: ctx.time,
@@ -76,57 +118,117 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     rss: ctx.rss,
     aborted: ctx.aborted,
     ip: ipOf(req, ctx.remoteAddress),
-    url: ctx.origin + url,
-    request: {
-      method: req.method ?? 'GET',
-      url,
-      httpVersion: req.httpVersion,
-      headers: req.headers,
-      query: url.includes('?') ? queryOf(req) : {},
-      secure: Boolean((req.socket as TLSSocket | undefined)?.encrypted),
-      remoteAddress: ctx.remoteAddress,
-    },
-    response: {
-      status: res.statusCode,
-      statusMessage: res.statusMessage,
-      headers: res.getHeaders(),
-      body: bodyOf(ctx.bodyChunks, ctx.bodySize, limit),
-    },
+    origin: ctx.origin,
+    method: req.method ?? 'GET',
+    url,
+    httpVersion: req.httpVersion,
+    headers: req.headers,
+    query: url.includes('?') ? queryOf(req) : undefined,
+    body: undefined,
+    rawBody: undefined,
+    secure: Boolean((req.socket as TLSSocket | undefined)?.encrypted),
+    remoteAddress: ctx.remoteAddress,
+    status: res.statusCode,
+    statusMessage: res.statusMessage,
+    head: typeof res._header === 'string' ? res._header : res.getHeaders(),
+    bodyBytes: bodyOf(ctx.bodyChunks, limit),
+    bodySize: ctx.bodySize,
     route: ctx.route,
-    params: ctx.params ?? {},
-    spans: spansOf(ctx.trail, ctx.end),
-    logs: ctx.logs,
+    params: ctx.params,
+    trail: describeTrail(ctx.trail),
+    logs: ctx.logs.length > 0 ? ctx.logs : undefined,
     exception: ctx.error === undefined ? undefined : describeException(ctx.error),
-    extra: {},
+    extra: undefined,
+    extraErrors: undefined,
   };
-  const body = req.body as unknown;
-  if (typeof body === 'string') snapshot.request.rawBody = { bytes: cut(body, limit), size: Buffer.byteLength(body) };
-  else if (Buffer.isBuffer(body)) snapshot.request.rawBody = { bytes: cut(body, limit), size: body.length };
-  else if (body !== undefined) snapshot.request.body = body;
-  const failed = collectEach(own, (collector) => collector.collect(ctx, options), snapshot.extra, tell);
-  if (failed) snapshot.extraErrors = failed;
-  return snapshot;
+  if (typeof body === 'string') c.rawBody = { bytes: cut(body, limit), size: Buffer.byteLength(body) };
+  else if (Buffer.isBuffer(body)) c.rawBody = { bytes: cut(body, limit), size: body.length };
+  else c.body = body;
+  if (own.length > 0) {
+    c.extra = {};
+    const failed = collectEach(own, (collector) => collector.collect(ctx, options), c.extra, tell);
+    if (failed) c.extraErrors = failed;
+  }
+  return c;
+}
+
+/** The Snapshot the core panels read, from what the request's thread captured. Runs in the writer. */
+export function snapshotOf(c: Captured): Snapshot {
+  const request: Snapshot['request'] = {
+    method: c.method,
+    url: c.url,
+    httpVersion: c.httpVersion,
+    headers: c.headers,
+    query: c.query ?? {},
+    secure: c.secure,
+    remoteAddress: c.remoteAddress,
+  };
+  if (c.rawBody !== undefined) request.rawBody = c.rawBody;
+  else if (c.body !== undefined) request.body = c.body;
+  return {
+    token: c.token,
+    parent: c.parent,
+    time: c.time,
+    duration: c.duration,
+    ttfb: c.ttfb,
+    rss: c.rss,
+    aborted: c.aborted,
+    ip: c.ip,
+    url: c.origin + c.url,
+    request,
+    response: {
+      status: c.status,
+      statusMessage: c.statusMessage,
+      headers: typeof c.head === 'string' ? headersOf(c.head) : c.head,
+      body: { bytes: c.bodyBytes, size: c.bodySize },
+    },
+    route: c.route,
+    params: c.params ?? {},
+    spans: spansOf(c.trail, c.duration),
+    logs: c.logs ?? [],
+    exception: c.exception,
+    extra: c.extra ?? {},
+    extraErrors: c.extraErrors,
+  };
+}
+
+/** The headers of a response head ("HTTP/1.1 200 OK\r\nName: value\r\n...\r\n\r\n"), names in lower case, repeats as arrays. */
+export function headersOf(head: string): Record<string, unknown> {
+  const headers: Record<string, unknown> = {};
+  for (const line of head.split('\r\n').slice(1)) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    const name = line.slice(0, colon).toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    const seen = headers[name];
+    if (seen === undefined) headers[name] = value;
+    else if (Array.isArray(seen)) seen.push(value);
+    else headers[name] = [seen, value];
+  }
+  return headers;
 }
 
 /**
- * The same snapshot with every value an app handed us (bodies, query, params, log context, its
- * own panels) made plain: for the rare snapshot that holds something a thread cannot be sent,
- * such as a function or a socket.
+ * The same capture with every value an app handed us (bodies, query, params, log context, its
+ * own panels) made plain: for the rare one that holds something a thread cannot be sent, such
+ * as a function or a socket.
  */
-export function sendable(s: Snapshot): Snapshot {
+export function sendable(c: Captured): Captured {
   return {
-    ...s,
-    request: { ...s.request, query: plain(s.request.query), body: plain(s.request.body) },
-    params: plain(s.params),
-    logs: s.logs.map((line) => (line.context === undefined ? line : { ...line, context: plain(line.context) })),
-    extra: plain(s.extra) as Record<string, unknown>,
+    ...c,
+    query: plain(c.query),
+    body: plain(c.body),
+    params: plain(c.params),
+    logs: c.logs?.map((line) => (line.context === undefined ? line : { ...line, context: plain(line.context) })),
+    extra: c.extra && (plain(c.extra) as Record<string, unknown>),
   };
 }
 
 /** The kept response chunks as one value: a lone string stays a string, bytes become one exact copy. */
-function bodyOf(chunks: (Buffer | string)[], size: number, limit: number): RawBody {
-  if (chunks.length === 1) return { bytes: cut(chunks[0], limit), size };
-  return { bytes: cut(Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c))), limit), size };
+function bodyOf(chunks: (Buffer | string)[], limit: number): Uint8Array | string {
+  if (chunks.length === 0) return '';
+  if (chunks.length === 1) return cut(chunks[0], limit);
+  return cut(Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c))), limit);
 }
 
 /**

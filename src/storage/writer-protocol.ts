@@ -1,5 +1,5 @@
 import type { PanelOptions } from '../collectors/collector.js';
-import type { Snapshot } from '../recording/snapshot.js';
+import type { Captured } from '../recording/snapshot.js';
 import type { QueueOptions } from './queue.js';
 
 /** What the writer thread needs of a profiler's options: plain data, no functions. */
@@ -8,7 +8,7 @@ export type WriterOptions = QueueOptions & PanelOptions;
 /** Messages to the writer thread. Those with a seq are answered, and the caller waits. */
 export type ToWriter =
   | { type: 'open'; id: number; seq: number; options: WriterOptions; bits: SharedArrayBuffer }
-  | { type: 'profiles'; id: number; items: Snapshot[] }
+  | { type: 'profiles'; id: number; items: Captured[] }
   | { type: 'flush'; id: number; seq: number }
   | { type: 'close'; id: number; seq: number };
 

@@ -3,13 +3,13 @@
 import { workerData, type MessagePort } from 'node:worker_threads';
 import { buildProfile, onceEach } from '../collectors/build.js';
 import { corePanels } from '../collectors/index.js';
-import type { Snapshot } from '../recording/snapshot.js';
+import { snapshotOf, type Captured } from '../recording/snapshot.js';
 import { WriteQueue } from './queue.js';
 import { TokenBitmap } from './token-bitmap.js';
 import type { FromWriter, ToWriter } from './writer-protocol.js';
 
 const { port, signal } = workerData as { port: MessagePort; signal: Int32Array };
-const queues = new Map<number, WriteQueue<Snapshot>>();
+const queues = new Map<number, WriteQueue<Captured>>();
 
 const send = (message: FromWriter) => port.postMessage(message);
 
@@ -36,7 +36,7 @@ function handle(msg: ToWriter): void {
       const tell = (message: string) => send({ type: 'notice', id: msg.id, message });
       const tellPanel = onceEach(tell);
       const { options } = msg;
-      queues.set(msg.id, new WriteQueue(options, new TokenBitmap(msg.bits), (s: Snapshot) => buildProfile(s, corePanels, options, tellPanel), tell));
+      queues.set(msg.id, new WriteQueue(options, new TokenBitmap(msg.bits), (c: Captured) => buildProfile(snapshotOf(c), corePanels, options, tellPanel), tell));
       return reply(msg.seq, 0);
     }
     case 'profiles':

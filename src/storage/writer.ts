@@ -1,5 +1,5 @@
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { sendable, type Snapshot } from '../recording/snapshot.js';
+import { sendable, type Captured } from '../recording/snapshot.js';
 import { TokenBitmap } from './token-bitmap.js';
 import type { FromWriter, ToWriter, WriterOptions } from './writer-protocol.js';
 
@@ -63,7 +63,7 @@ class WriterThread {
     else this.start();
   }
 
-  post(id: number, items: Snapshot[]): void {
+  post(id: number, items: Captured[]): void {
     const port = this.port ?? this.start();
     try {
       port.postMessage({ type: 'profiles', id, items } satisfies ToWriter);
@@ -128,7 +128,7 @@ let nextId = 1;
  */
 export class ProfileWriter {
   readonly taken = new TokenBitmap();
-  private pending: Snapshot[] = [];
+  private pending: Captured[] = [];
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly id = nextId++;
@@ -140,7 +140,7 @@ export class ProfileWriter {
     this.thread.open({ type: 'open', id: this.id, options, bits: this.taken.buffer }, tell);
   }
 
-  push(snapshot: Snapshot): void {
+  push(snapshot: Captured): void {
     if (this.closed) return;
     this.pending.push(snapshot);
     if (this.pending.length >= HANDOFF_BATCH) this.handoff();
