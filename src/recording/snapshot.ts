@@ -80,15 +80,14 @@ export interface Captured {
   headers: Record<string, unknown>;
   query?: unknown;
   body?: unknown;
-  rawBody?: RawBody;
+  rawBody?: WireBody;
   secure: boolean;
   remoteAddress?: string;
   status: number;
   statusMessage: string;
   /** The response head as it went out (status line and headers), or the headers set when none went out. */
   head: string | Record<string, unknown>;
-  bodyBytes: Uint8Array | string;
-  bodySize: number;
+  responseBody: WireBody;
   route?: string;
   params?: unknown;
   /** (kind TAB name, entered at) pairs: see layers.ts. */
@@ -131,8 +130,7 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     status: res.statusCode,
     statusMessage: res.statusMessage,
     head: typeof res._header === 'string' ? res._header : res.getHeaders(),
-    bodyBytes: bodyOf(ctx.bodyChunks, limit),
-    bodySize: ctx.bodySize,
+    responseBody: bodyOf(ctx.bodyChunks, ctx.bodySize, limit),
     route: ctx.route,
     params: ctx.params,
     trail: describeTrail(ctx.trail),
@@ -141,8 +139,8 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     extra: undefined,
     extraErrors: undefined,
   };
-  if (typeof body === 'string') c.rawBody = { bytes: cut(body, limit), size: Buffer.byteLength(body) };
-  else if (Buffer.isBuffer(body)) c.rawBody = { bytes: cut(body, limit), size: body.length };
+  if (typeof body === 'string') c.rawBody = wire(body, Buffer.byteLength(body), limit);
+  else if (Buffer.isBuffer(body)) c.rawBody = wire(body, body.length, limit);
   else c.body = body;
   if (own.length > 0) {
     c.extra = {};
@@ -163,7 +161,7 @@ export function snapshotOf(c: Captured): Snapshot {
     secure: c.secure,
     remoteAddress: c.remoteAddress,
   };
-  if (c.rawBody !== undefined) request.rawBody = c.rawBody;
+  if (c.rawBody !== undefined) request.rawBody = rawOf(c.rawBody);
   else if (c.body !== undefined) request.body = c.body;
   return {
     token: c.token,
@@ -180,7 +178,7 @@ export function snapshotOf(c: Captured): Snapshot {
       status: c.status,
       statusMessage: c.statusMessage,
       headers: typeof c.head === 'string' ? headersOf(c.head) : c.head,
-      body: { bytes: c.bodyBytes, size: c.bodySize },
+      body: rawOf(c.responseBody),
     },
     route: c.route,
     params: c.params ?? {},
@@ -224,19 +222,30 @@ export function sendable(c: Captured): Captured {
   };
 }
 
-/** The kept response chunks as one value: a lone string stays a string, bytes become one exact copy. */
-function bodyOf(chunks: (Buffer | string)[], limit: number): Uint8Array | string {
-  if (chunks.length === 0) return '';
-  if (chunks.length === 1) return cut(chunks[0], limit);
-  return cut(Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c))), limit);
+/**
+ * A body as it crosses to the writer: the first limit + 1 characters or bytes (enough to show, and
+ * to tell it was cut), bytes as a latin1 string of one character each, which costs far less to
+ * send than a typed array (and never drags along the 8 KiB slab a small Buffer is a view on).
+ */
+export interface WireBody {
+  text: string;
+  bytes: boolean;
+  size: number;
 }
 
-/**
- * The first limit + 1 characters or bytes: enough to show, and to tell the body was cut. Bytes
- * are copied: a Buffer is often a view on an 8 KiB shared slab, which a thread message would copy whole.
- */
-const cut = (value: string | Buffer, limit: number): string | Uint8Array =>
-  typeof value === 'string' ? value.slice(0, limit + 1) : new Uint8Array(value.subarray(0, limit + 1));
+function wire(value: string | Buffer, size: number, limit: number): WireBody {
+  return typeof value === 'string'
+    ? { text: value.slice(0, limit + 1), bytes: false, size }
+    : { text: value.toString('latin1', 0, limit + 1), bytes: true, size };
+}
+
+const rawOf = (w: WireBody): RawBody => ({ bytes: w.bytes ? Buffer.from(w.text, 'latin1') : w.text, size: w.size });
+
+/** The kept response chunks as one value: a lone chunk as it is, several as one run of bytes. */
+function bodyOf(chunks: (Buffer | string)[], size: number, limit: number): WireBody {
+  if (chunks.length <= 1) return wire(chunks[0] ?? '', size, limit);
+  return wire(Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c))), size, limit);
+}
 
 /** Without X-Forwarded-For, req.ip (and its trust-proxy walk) can only be the peer's address. */
 function ipOf(req: Request, remoteAddress: string | undefined): string {
