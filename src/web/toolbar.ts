@@ -20,17 +20,17 @@ const snippet = (token: string) =>
 export function withToolbar(req: IncomingMessage, res: ServerResponse, token: string, chunk: unknown, encoding: unknown): Buffer | undefined {
   if (res.headersSent || res.statusCode >= 300 && res.statusCode < 400) return undefined;
   if (typeof chunk !== 'string' && !Buffer.isBuffer(chunk)) return undefined;
-  const type = String(res.getHeader('content-type') ?? '');
-  if (!type.includes('html') || res.getHeader('content-encoding')) return undefined;
+  if (!String(res.getHeader('content-type') ?? '').includes('html')) return undefined;
+  // Most responses end here: the cheap tests first, the rarer headers only for a page with a </body>.
+  if (typeof chunk === 'string' && !/<\/body>/i.test(chunk)) return undefined;
+  const body = typeof chunk === 'string' ? Buffer.from(chunk, (encoding as BufferEncoding) || 'utf8') : chunk;
+  const at = lastBodyClose(body);
+  if (at < 0 || res.getHeader('content-encoding')) return undefined;
   if (/attachment/i.test(String(res.getHeader('content-disposition') ?? ''))) return undefined;
   if (req.headers['x-requested-with'] === 'XMLHttpRequest') return undefined;
   // A policy that forbids inline scripts would block the loader: leave such pages (ours included) alone.
   const csp = res.getHeader('content-security-policy');
   if (csp !== undefined && blocksInlineScripts(String(csp))) return undefined;
-  if (typeof chunk === 'string' && !/<\/body>/i.test(chunk)) return undefined;
-  const body = typeof chunk === 'string' ? Buffer.from(chunk, (encoding as BufferEncoding) || 'utf8') : chunk;
-  const at = lastBodyClose(body);
-  if (at < 0) return undefined;
   const out = Buffer.concat([body.subarray(0, at), Buffer.from(snippet(token)), body.subarray(at)]);
   if (res.hasHeader('content-length')) res.setHeader('Content-Length', out.length);
   return out;
