@@ -64,15 +64,7 @@ export interface Snapshot {
  * flat, with as few objects as can be, because copying it for the thread costs the request's
  * thread per object and per key. snapshotOf() makes the Snapshot from it, in the writer.
  */
-export interface Captured {
-  token: string;
-  parent: string | null;
-  time: number;
-  duration: number;
-  ttfb: number;
-  rss: number;
-  aborted: boolean;
-  ip: string;
+export interface Captured extends Pick<Snapshot, 'token' | 'parent' | 'time' | 'duration' | 'ttfb' | 'rss' | 'aborted' | 'ip'> {
   origin: string;
   method: string;
   url: string;
