@@ -37,6 +37,16 @@ async function start(options: ProfilerOptions = {}, lib: typeof express = expres
     console.log(`console after await ${req.params.id}`);
     res.send('done');
   });
+  // Node's own API, bypassing Express: headers passed to writeHead, or flushed before the body.
+  app.get('/raw', (_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/plain' });
+    res.end('raw');
+  });
+  app.get('/flushed', (_req, res) => {
+    res.flushHeaders();
+    res.write('part one, ');
+    res.end('part two');
+  });
   app.post('/upload', (req, res) => res.json({ size: (req.body as Buffer).length }));
   app.get('/fail', (_req, _res, next) => next(new Error('the database is gone')));
   app.get('/robots', (_req, res) => res.set('X-Robots-Tag', 'all').send('ok'));
@@ -51,7 +61,7 @@ async function start(options: ProfilerOptions = {}, lib: typeof express = expres
 describe('recorder: headers', () => {
   it('announces the token, its profile link and noindex on every response', async () => {
     const { url } = await start();
-    for (const path of ['/hello', '/nowhere', '/fail']) {
+    for (const path of ['/hello', '/nowhere', '/fail', '/raw', '/flushed']) {
       const res = await fetch(url + path);
       const token = res.headers.get('x-debug-token');
       expect(token).toMatch(/^[0-9a-f]{6}$/);
@@ -117,6 +127,15 @@ describe('recorder: the stored profile', () => {
     expect(c.performance.spans.map((s: any) => s.name)).toEqual(expect.arrayContaining(['jsonParser', 'route POST /users/:id']));
     expect(c.config).toMatchObject({ node: process.version, express: expect.stringMatching(/^5\./), debug: true });
     expect(c.exception).toBeUndefined();
+  });
+
+  it('keeps a body written in chunks, and the response head as it went out', async () => {
+    const { url, profiler, database } = await start();
+    const token = (await fetch(`${url}/flushed`)).headers.get('x-debug-token');
+    profiler.flush();
+    const { response } = readRows(database).find((r) => r.token === token)!.collectors;
+    expect(response.body).toMatchObject({ kind: 'text', text: 'part one, part two', size: 18, truncated: false });
+    expect(response.headers).toMatchObject({ 'x-debug-token': token, 'transfer-encoding': 'chunked', connection: 'keep-alive' });
   });
 
   it('records the exception of a request that failed', async () => {
