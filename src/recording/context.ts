@@ -81,14 +81,14 @@ let inFlight = 0;
 let lone: RequestContext | undefined;
 
 /** A recorded request starts: runs `next` in its async context once tracking is on. */
-export function begin(ctx: RequestContext, next: () => void): void {
+export function requestStarted(ctx: RequestContext, next: () => void): void {
   lone = ++inFlight === 1 && !tracking ? ctx : undefined;
   if (tracking) requestStore.run(ctx, next);
   else next();
 }
 
 /** A recorded request has finished. */
-export function end(ctx: RequestContext): void {
+export function requestFinished(ctx: RequestContext): void {
   inFlight--;
   if (lone === ctx) lone = undefined;
 }

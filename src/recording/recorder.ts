@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { begin, contextOf, end, kContext, type RequestContext } from './context.js';
+import { contextOf, kContext, requestFinished, requestStarted, type RequestContext } from './context.js';
 import { hookLayers } from './layers.js';
 import { logger, RequestLogger } from './logger.js';
 import { originOf } from './url.js';
@@ -34,7 +34,7 @@ export function recorder(deps: RecorderDeps) {
     ctx.params = req.params;
     ctx.rss = rss(ctx.start + ctx.end);
     ctx.remoteAddress = req.socket?.remoteAddress;
-    end(ctx);
+    requestFinished(ctx);
     done(ctx);
   }
 
@@ -128,7 +128,7 @@ export function recorder(deps: RecorderDeps) {
       hookLayers(req.app);
       lastApp = req.app;
     }
-    begin(ctx, next);
+    requestStarted(ctx, next);
   };
 }
 
