@@ -44,16 +44,9 @@ export interface RequestContext {
   /** Router layers entered, as flat (layer, ms since start) pairs: one push each, spans made later. */
   trail: unknown[];
   error: unknown;
-  /** Route path and params as they stood when the response finished. */
-  route: string | undefined;
-  params: Record<string, unknown> | undefined;
   bodyChunks: (Buffer | string)[];
   bodyKept: number;
   bodySize: number;
-  rss: number;
-  aborted: boolean;
-  /** Read when the response finishes: once the client hangs up, the socket no longer knows. */
-  remoteAddress: string | undefined;
   /** req.log, made when the app first uses it. */
   log: import('./logger.js').Logger | undefined;
 }

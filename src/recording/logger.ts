@@ -21,7 +21,7 @@ const at = (level: LogLevel) => (message: string, context?: unknown) => {
   if (ctx) addLine(ctx, level, String(message), context, 'app');
 };
 
-/** The logger bound to whichever request is running (AsyncLocalStorage); outside a request it drops lines. */
+/** The logger bound to whichever request is running (see currentContext); outside a request it drops lines. */
 export const logger: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 
 /** req.log: bound to one request, so it works even where async context is lost; one object, no closures. */

@@ -13,7 +13,7 @@ export interface RecorderDeps {
   debug: boolean;
   bodyLimit: number;
   nextToken: () => string;
-  /** Hands a finished request to storage; called once per request, after the response. */
+  /** Hands a finished request to storage; called once per request, as it finishes: what it reads of req and res holds only then. */
   done: (ctx: RequestContext) => void;
   /** The final body with the toolbar in it, or undefined to send it as it is. */
   inject?: (req: IncomingMessage, res: ServerResponse, token: string, chunk: unknown, encoding: unknown) => Buffer | undefined;
@@ -27,13 +27,6 @@ export function recorder(deps: RecorderDeps) {
     if (!ctx || ctx.end >= 0) return;
     ctx.end = performance.now() - ctx.start;
     if (ctx.ttfb < 0) ctx.ttfb = ctx.end;
-    ctx.aborted = !this.writableFinished;
-    const req = ctx.req as Request;
-    // Read now: the router restores params and route as it unwinds.
-    ctx.route = req.route?.path;
-    ctx.params = req.params;
-    ctx.rss = rss(ctx.start + ctx.end);
-    ctx.remoteAddress = req.socket?.remoteAddress;
     requestFinished(ctx);
     done(ctx);
   }
@@ -61,14 +54,11 @@ export function recorder(deps: RecorderDeps) {
    * once, costs no per-request closures or own properties; responses this recorder did not start
    * pass straight through.
    */
-  let patched: object | undefined;
-  const seen = new WeakSet<object>();
+  const patched = new WeakSet<object>();
   function patchPrototypes(req: Request, res: Response) {
     const resProto = Object.getPrototypeOf(res) as Record<string, unknown>;
-    if (resProto === patched) return;
-    patched = resProto;
-    if (seen.has(resProto)) return;
-    seen.add(resProto);
+    if (patched.has(resProto)) return;
+    patched.add(resProto);
     const writeHead0 = resProto.writeHead as Method;
     const write0 = resProto.write as Method;
     const end0 = resProto.end as Method;
@@ -111,14 +101,9 @@ export function recorder(deps: RecorderDeps) {
       logs: [],
       trail: [],
       error: undefined,
-      route: undefined,
-      params: undefined,
       bodyChunks: [],
       bodyKept: 0,
       bodySize: 0,
-      rss: 0,
-      aborted: false,
-      remoteAddress: undefined,
       log: undefined,
     };
     (res as Tracked)[kContext] = ctx;
@@ -149,18 +134,6 @@ function defineLog(reqProto: object): void {
       Object.defineProperty(this, 'log', { value, writable: true, configurable: true, enumerable: true });
     },
   });
-}
-
-let rssValue = 0;
-let rssAt = -Infinity;
-
-/** Reading RSS is a read of /proc: once per 50 ms is exact enough for a panel, and cheap. */
-function rss(now: number): number {
-  if (now - rssAt > 50) {
-    rssValue = process.memoryUsage.rss();
-    rssAt = now;
-  }
-  return rssValue;
 }
 
 function setDebugHeaders(res: ServerResponse, ctx: RequestContext): void {

@@ -91,8 +91,10 @@ export interface Captured extends Pick<Snapshot, 'token' | 'parent' | 'time' | '
 }
 
 /**
- * Read a finished request. Runs on the request's thread once per request: it copies references,
- * cuts bodies and takes the response head as Node wrote it, and leaves all parsing to the writer.
+ * Read a request the moment it finishes (route, params and the peer's address are gone soon
+ * after: the router restores them as it unwinds, the socket forgets once the client hangs up).
+ * Runs on the request's thread once per request: it copies references, cuts bodies and takes the
+ * response head as Node wrote it, and leaves all parsing to the writer.
  */
 export function capture(ctx: RequestContext, own: Collector[], options: ResolvedOptions, tell: (message: string) => void): Captured {
   const req = ctx.req as Request;
@@ -100,15 +102,16 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
   const limit = options.bodyLimit;
   const url = req.originalUrl ?? req.url ?? '/';
   const body = req.body as unknown;
+  const remoteAddress = req.socket?.remoteAddress;
   const c: Captured = {
     token: ctx.token,
     parent: ctx.parent,
     time: ctx.time,
     duration: ctx.end,
     ttfb: ctx.ttfb,
-    rss: ctx.rss,
-    aborted: ctx.aborted,
-    ip: ipOf(req, ctx.remoteAddress),
+    rss: rss(ctx.start + ctx.end),
+    aborted: !res.writableFinished,
+    ip: ipOf(req, remoteAddress),
     origin: ctx.origin,
     method: req.method ?? 'GET',
     url,
@@ -118,13 +121,13 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     body: undefined,
     rawBody: undefined,
     secure: Boolean((req.socket as TLSSocket | undefined)?.encrypted),
-    remoteAddress: ctx.remoteAddress,
+    remoteAddress,
     status: res.statusCode,
     statusMessage: res.statusMessage,
     head: typeof res._header === 'string' ? res._header : res.getHeaders(),
     responseBody: bodyOf(ctx.bodyChunks, ctx.bodySize, limit),
-    route: ctx.route,
-    params: ctx.params,
+    route: req.route?.path,
+    params: req.params,
     trail: describeTrail(ctx.trail),
     logs: ctx.logs.length > 0 ? ctx.logs : undefined,
     exception: ctx.error === undefined ? undefined : describeException(ctx.error),
@@ -237,6 +240,18 @@ const rawOf = (w: WireBody): RawBody => ({ bytes: w.bytes ? Buffer.from(w.text, 
 function bodyOf(chunks: (Buffer | string)[], size: number, limit: number): WireBody {
   if (chunks.length <= 1) return wire(chunks[0] ?? '', size, limit);
   return wire(Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c))), size, limit);
+}
+
+let rssValue = 0;
+let rssAt = -Infinity;
+
+/** Reading RSS is a read of /proc: once per 50 ms is exact enough for a panel, and cheap. */
+function rss(now: number): number {
+  if (now - rssAt > 50) {
+    rssValue = process.memoryUsage.rss();
+    rssAt = now;
+  }
+  return rssValue;
 }
 
 /** Without X-Forwarded-For, req.ip (and its trust-proxy walk) can only be the peer's address. */
