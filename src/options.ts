@@ -4,9 +4,9 @@ import { corePanels, type Collector, type PanelInfo } from './collectors/index.j
 
 /** What a user may pass to webProfiler(). Every field is optional. */
 export interface ProfilerOptions {
-  /** Record requests and serve /_profiler. Default: on unless NODE_ENV=production or APP_ENV=prod. */
+  /** Record requests and serve /_profiler. Default: on unless the environment says production (see isProduction). */
   enabled?: boolean;
-  /** Debug mode: debug error pages, toolbar, X-Robots-Tag. Default: NODE_ENV !== 'production'. */
+  /** Debug mode: debug error pages, toolbar, X-Robots-Tag. Default: on unless the environment says production. */
   debug?: boolean;
   /** SQLite file, or ':memory:'. Default: WEB_PROFILER_DB or storage/profiler.sqlite under the working directory. */
   database?: string;
@@ -20,8 +20,8 @@ export interface ProfilerOptions {
   maxProfiles?: number;
   /** Retention: the oldest profile kept, in milliseconds. Default 2 days. */
   maxAge?: number;
-  /** Who may see the profiler. Default: loopback clients, or anyone presenting `secret`. */
-  authorize?: (req: Request) => boolean;
+  /** Who may see the profiler: it lets in exactly the requests for which it returns (or resolves to) `true`. Default: see README, Access. */
+  authorize?: (req: Request) => boolean | Promise<boolean>;
   /** Shared secret for non-loopback clients (header X-Profiler-Secret, or ?_profiler_secret= once, then a cookie). Default: WEB_PROFILER_SECRET. */
   secret?: string;
   /** Host names the profiler answers to besides loopback names (DNS rebinding guard). */
@@ -45,7 +45,7 @@ export interface ResolvedOptions {
   redactKeys: string[];
   maxProfiles: number;
   maxAge: number;
-  authorize: ((req: Request) => boolean) | undefined;
+  authorize: ((req: Request) => boolean | Promise<boolean>) | undefined;
   secret: string | undefined;
   allowedHosts: string[];
   editorLink: string | undefined;
@@ -58,12 +58,15 @@ export interface ResolvedOptions {
 }
 
 export const DEFAULT_REDACT_KEYS = [
-  'password', 'passwd', 'secret', 'token', 'api_key', 'apikey', 'api-key',
-  'authorization', 'cookie', 'credential', 'private_key', 'session',
+  'password', 'passwd', 'pass', 'pwd', 'passphrase', 'secret', 'token', 'jwt', 'bearer', 'api_key', 'apikey', 'api-key',
+  'auth', 'authorization', 'cookie', 'credential', 'private_key', 'privatekey', 'private-key', 'session', 'signature',
 ];
 
-const isProduction = (env: NodeJS.ProcessEnv) =>
-  env.NODE_ENV === 'production' || env.APP_ENV === 'prod' || env.APP_ENV === 'production';
+const PRODUCTION = /^(prod|production)$/i;
+
+/** Any of the variables apps use to name their environment saying production turns the profiler and debug mode off. */
+export const isProduction = (env: NodeJS.ProcessEnv): boolean =>
+  ['NODE_ENV', 'APP_ENV', 'ENVIRONMENT'].some((name) => PRODUCTION.test((env[name] ?? '').trim()));
 
 export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.ProcessEnv = process.env): ResolvedOptions {
   const tokenLength = options.tokenLength ?? 6;
@@ -72,7 +75,7 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
   }
   return {
     enabled: options.enabled ?? !isProduction(env),
-    debug: options.debug ?? env.NODE_ENV !== 'production',
+    debug: options.debug ?? !isProduction(env),
     database: options.database ?? env.WEB_PROFILER_DB ?? path.resolve('storage', 'profiler.sqlite'),
     tokenLength,
     bodyLimit: options.bodyLimit ?? 64 * 1024,

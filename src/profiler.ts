@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import { onceEach } from './collectors/build.js';
 import { resolveOptions, type ProfilerOptions, type ResolvedOptions } from './options.js';
+import { contextOf } from './recording/context.js';
 import { captureConsole, logger } from './recording/logger.js';
 import { recorder } from './recording/recorder.js';
 import { capture } from './recording/snapshot.js';
@@ -39,7 +40,11 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const { maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys } = options;
   const writer = new ProfileWriter({ database: file, maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys }, options.onError);
   // The pages read through a connection of this thread's own; the writer thread tells any trouble.
-  const reader = new StoreHandle(file, () => {});
+  // Opened now, at start-up, so that the tokens already stored are known before the first request.
+  const reader = new StoreHandle(file, () => {}, (store) => {
+    for (const { token } of store.tokensAfter(0)) writer.taken.add(token);
+  });
+  reader.get();
   const tellOwn = onceEach(options.onError);
   captureConsole();
   const record = recorder({
@@ -48,6 +53,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     nextToken: tokenSource(options.tokenLength, writer.taken),
     done: (ctx) => writer.push(capture(ctx, options.collectors, options, tellOwn)),
     inject: debug ? withToolbar : undefined,
+    failed: (err) => tellOwn(`recording a request failed: ${(err as Error)?.message ?? err}`),
   });
   const read = () => {
     reader.changed();
@@ -55,14 +61,16 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   };
   const pages = profilerPages({
     options,
+    // A page never waits for the writer: what waits on this thread is handed over, and the page shows what is stored.
     store: () => {
-      writer.flush();
+      writer.handoff();
       return read();
     },
   });
   return assemble(options, {
     record,
     pages,
+    stopped: () => writer.stopped,
     store: read,
     flush: () => writer.flush(),
     close: () => {
@@ -75,6 +83,8 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
 
 interface Recording {
   record: RequestHandler;
+  /** The writer cannot run: requests pass through unrecorded. */
+  stopped(): boolean;
   pages: ReturnType<typeof profilerPages>;
   store(): ProfileStore | undefined;
   flush(): number;
@@ -86,7 +96,9 @@ function assemble(options: ResolvedOptions, recording?: Recording): WebProfiler 
   const pages = recording?.pages;
 
   const middleware = function webProfilerMiddleware(req: Request, res: Response, next: NextFunction) {
-    if (record && pages) {
+    // The first recorder to see a request owns it: mounted again in a sub-app, or a second profiler, adds nothing.
+    if (contextOf(res) !== undefined) return next();
+    if (record && pages && !recording.stopped()) {
       if (isProfilerPath(req.url)) return pages(req, res);
       return record(req, res, next);
     }

@@ -132,28 +132,60 @@ describe('access', () => {
   const req = (remoteAddress: string, headers: Record<string, string> = {}, query: Record<string, string> = {}) =>
     ({ socket: { remoteAddress }, headers: { host: '127.0.0.1:8000', ...headers }, query }) as unknown as Request;
 
-  it('lets loopback clients in through loopback host names only', () => {
-    for (const address of ['127.0.0.1', '::1', '::ffff:127.0.0.1']) expect(checkAccess(req(address), options).ok).toBe(true);
-    for (const host of ['localhost:8000', 'admin.localhost', '[::1]:3000']) expect(checkAccess(req('127.0.0.1', { host }), options).ok).toBe(true);
-    const rebinding = checkAccess(req('127.0.0.1', { host: 'attacker.example' }), options);
+  const ok = async (verdict: ReturnType<typeof checkAccess>) => (await verdict).ok;
+
+  it('lets loopback clients in through loopback host names only', async () => {
+    for (const address of ['127.0.0.1', '::1', '::ffff:127.0.0.1']) expect(await ok(checkAccess(req(address), options))).toBe(true);
+    for (const host of ['localhost:8000', 'admin.localhost', '[::1]:3000']) expect(await ok(checkAccess(req('127.0.0.1', { host }), options))).toBe(true);
+    const rebinding = await checkAccess(req('127.0.0.1', { host: 'attacker.example' }), options);
     expect(rebinding).toMatchObject({ ok: false, reason: expect.stringContaining('attacker.example') });
-    expect(checkAccess(req('127.0.0.1', { host: 'dev.internal' }), resolveOptions({ allowedHosts: ['dev.internal'] }, {})).ok).toBe(true);
+    expect(await ok(checkAccess(req('127.0.0.1', { host: 'dev.internal' }), resolveOptions({ allowedHosts: ['dev.internal'] }, {})))).toBe(true);
   });
 
-  it('refuses other clients unless they present the secret, whatever they claim', () => {
-    expect(checkAccess(req('10.1.2.3'), options).ok).toBe(false);
-    expect(checkAccess(req('10.1.2.3', { 'x-forwarded-for': '127.0.0.1' }), options).ok).toBe(false);
-    expect(checkAccess(req('10.1.2.3', { 'x-profiler-secret': 'wrong' }), options).ok).toBe(false);
-    expect(checkAccess(req('10.1.2.3', { 'x-profiler-secret': 's3cret' }), options).ok).toBe(true);
-    expect(checkAccess(req('10.1.2.3', { cookie: 'a=b; web_profiler_secret=s3cret' }), options).ok).toBe(true);
-    expect(checkAccess(req('10.1.2.3', {}, { _profiler_secret: 's3cret' }), options).ok).toBe(true);
-    expect(checkAccess(req('10.1.2.3', { 'x-profiler-secret': 's3cret' }), resolveOptions({}, {})).ok).toBe(false);
+  it('refuses other clients unless they present the secret, whatever they claim', async () => {
+    expect(await ok(checkAccess(req('10.1.2.3'), options))).toBe(false);
+    expect(await ok(checkAccess(req('10.1.2.3', { 'x-forwarded-for': '127.0.0.1' }), options))).toBe(false);
+    expect(await ok(checkAccess(req('10.1.2.3', { 'x-profiler-secret': 'wrong' }), options))).toBe(false);
+    expect(await ok(checkAccess(req('10.1.2.3', { 'x-profiler-secret': 's3cret' }), options))).toBe(true);
+    expect(await ok(checkAccess(req('10.1.2.3', {}, { _profiler_secret: 's3cret' }), options))).toBe(true);
+    expect(await ok(checkAccess(req('10.1.2.3', { 'x-profiler-secret': 's3cret' }), resolveOptions({}, {})))).toBe(false);
+    // The cookie holds a value derived from the secret, never the secret: the secret itself is refused there.
+    expect(await ok(checkAccess(req('10.1.2.3', { cookie: 'a=b; web_profiler_secret=s3cret' }), options))).toBe(false);
   });
 
-  it('an authorize() function decides alone, and may throw without letting anyone in', () => {
-    expect(checkAccess(req('10.1.2.3'), resolveOptions({ authorize: () => true }, {})).ok).toBe(true);
-    expect(checkAccess(req('127.0.0.1'), resolveOptions({ authorize: () => false }, {})).ok).toBe(false);
-    expect(checkAccess(req('127.0.0.1'), resolveOptions({ authorize: () => { throw new Error('x'); } }, {})).ok).toBe(false);
+  it('asks for the secret from a loopback peer that came through a proxy, and refuses it when no secret is set', async () => {
+    for (const header of ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip', 'via']) {
+      const proxied = req('127.0.0.1', { host: 'localhost:8000', [header]: header === 'forwarded' ? 'for=203.0.113.9' : '203.0.113.9' });
+      expect(await checkAccess(proxied, options), header).toMatchObject({ ok: false, reason: expect.stringContaining('proxy') });
+      expect(await ok(checkAccess(proxied, resolveOptions({}, {}))), `${header}, no secret`).toBe(false);
+      expect(await ok(checkAccess(req('127.0.0.1', { host: 'localhost:8000', [header]: 'x', 'x-profiler-secret': 's3cret' }), options)), `${header}, secret`).toBe(true);
+    }
+  });
+
+  it('an authorize() function decides alone: only true, or a promise of true, lets a request in', async () => {
+    expect(await ok(checkAccess(req('10.1.2.3'), resolveOptions({ authorize: () => true }, {})))).toBe(true);
+    expect(await ok(checkAccess(req('10.1.2.3'), resolveOptions({ authorize: async () => true }, {})))).toBe(true);
+    expect(await ok(checkAccess(req('127.0.0.1'), resolveOptions({ authorize: () => false }, {})))).toBe(false);
+    expect(await ok(checkAccess(req('127.0.0.1'), resolveOptions({ authorize: async () => false }, {})))).toBe(false);
+    expect(await ok(checkAccess(req('127.0.0.1'), resolveOptions({ authorize: (() => 'yes') as never }, {})))).toBe(false);
+    expect(await ok(checkAccess(req('127.0.0.1'), resolveOptions({ authorize: () => { throw new Error('x'); } }, {})))).toBe(false);
+    expect(await ok(checkAccess(req('127.0.0.1'), resolveOptions({ authorize: () => Promise.reject(new Error('x')) }, {})))).toBe(false);
+  });
+
+  it('an async authorize() that says no keeps every page shut', async () => {
+    const p = webProfiler({ database: tempDb(), authorize: async () => false, onError: () => {} });
+    const server = await listen(build(p));
+    try {
+      const token = (await fetch(`${server.url}/q?report=private-report`)).headers.get('x-debug-token');
+      p.flush();
+      for (const path of ['/_profiler/', `/_profiler/${token}`, `/_wdt/${token}`]) {
+        const res = await fetch(server.url + path, { headers: { accept: 'application/json' } });
+        expect(res.status, path).toBe(403);
+        expect(await res.text()).not.toContain('private-report');
+      }
+    } finally {
+      await server.close();
+    }
   });
 
   it('covers pages, JSON twins and the toolbar alike', async () => {
@@ -174,21 +206,28 @@ describe('access', () => {
     }
   });
 
-  it('is off in production: no routes, no headers, no recording', async () => {
-    for (const env of [{ NODE_ENV: 'production' }, { APP_ENV: 'prod' }]) {
+  it('is off in production, whichever variable says so: no recording, no debug mode', async () => {
+    for (const env of [{ NODE_ENV: 'production' }, { APP_ENV: 'prod' }, { APP_ENV: 'production' }, { APP_ENV: 'PROD' }, { NODE_ENV: 'prod' }]) {
       const options = resolveOptions({}, env);
-      expect(options.enabled).toBe(false);
+      expect(options.enabled, JSON.stringify(env)).toBe(false);
+      expect(options.debug, JSON.stringify(env)).toBe(false);
     }
+    expect(resolveOptions({}, { APP_ENV: 'staging' }).debug).toBe(true);
     expect(resolveOptions({ enabled: true }, { NODE_ENV: 'production' }).enabled).toBe(true);
   });
 
-  it('a secret in the query becomes an HttpOnly, SameSite=Strict cookie', async () => {
+  it('a secret in the query becomes an HttpOnly, SameSite=Strict cookie of a derived value, and leaves the address bar', async () => {
     const p = webProfiler({ database: tempDb(), secret: 'q-secret', onError: () => {} });
     const server = await listen(build(p));
     try {
-      const res = await raw(server.url, 'GET', '/_profiler/?_profiler_secret=q-secret', { host: 'staging.example.com' });
-      expect(res.status).toBe(200);
-      expect(String(res.headers['set-cookie'])).toMatch(/^web_profiler_secret=q-secret; Path=\/; HttpOnly; SameSite=Strict/);
+      const res = await raw(server.url, 'GET', '/_profiler/search?url=x&_profiler_secret=q-secret', { host: 'staging.example.com' });
+      expect(res.status).toBe(303);
+      expect(res.headers.location).toBe('/_profiler/search?url=x');
+      const cookie = String(res.headers['set-cookie']);
+      expect(cookie).toMatch(/^web_profiler_secret=[\w-]{20,}; Path=\/; HttpOnly; SameSite=Strict/);
+      expect(cookie).not.toContain('q-secret');
+      const next = await raw(server.url, 'GET', res.headers.location as string, { host: 'staging.example.com', cookie: cookie.split(';')[0] });
+      expect(next.status).toBe(200);
       const wrong = await raw(server.url, 'GET', '/_profiler/?_profiler_secret=nope', { host: 'staging.example.com' });
       expect(wrong.status).toBe(403);
       expect(wrong.headers['set-cookie']).toBeUndefined();

@@ -34,18 +34,16 @@ export function describeBytes(raw: RawBody, contentType: string | undefined, lim
   return { size, contentType, kind: 'text', text: redactText(text, keys), truncated };
 }
 
-/** Describe a body a parser turned into a value (req.body from express.json or urlencoded). */
-export function describeParsed(value: unknown, contentType: string | undefined, limit: number, keys: string[]): BodyData | undefined {
+/**
+ * Describe a body a parser turned into a value (req.body from express.json or urlencoded), from
+ * the bounded copy the request's thread made: `cut` says that copy left out what did not fit.
+ */
+export function describeParsed(value: unknown, cut: boolean, contentType: string | undefined, limit: number, keys: string[]): BodyData | undefined {
   if (value === undefined) return undefined;
   const redacted = redactValue(value, keys);
-  let text: string;
-  try {
-    text = JSON.stringify(redacted) ?? '';
-  } catch {
-    return { size: 0, contentType, kind: 'text', text: '[unserialisable body]', truncated: false };
-  }
+  const text = JSON.stringify(redacted) ?? '';
   const size = Buffer.byteLength(text);
-  if (size <= limit) return { size, contentType, kind: 'json', json: redacted, truncated: false };
+  if (size <= limit) return { size, contentType, kind: 'json', json: redacted, truncated: cut };
   return { size, contentType, kind: 'text', text: text.slice(0, limit), truncated: true };
 }
 

@@ -1,10 +1,17 @@
-import type { ExceptionData } from '../errors/describe.js';
+import { addExcerpts, redactException, type ExceptionData } from '../errors/describe.js';
 import type { CorePanel } from './collector.js';
 
-/** Described on the request's thread, where the error object lives; stored as it is. */
+/**
+ * Described on the request's thread, where the error object lives; its code excerpts are read
+ * here, off that thread, and its texts redacted (messages quote what the app was given).
+ */
 export const exception: CorePanel<ExceptionData> = {
   id: 'exception',
   title: 'Exception',
-  collect: (s) => s.exception,
+  collect(s, options) {
+    if (!s.exception) return undefined;
+    addExcerpts(s.exception);
+    return redactException(s.exception, options.redactKeys);
+  },
   badge: (data) => data.chain.length,
 };

@@ -1,71 +1,154 @@
 export const REDACTED = '[redacted]';
 
-const SECRET_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-profiler-secret', 'x-api-key']);
-/** Our own headers name a profile, not a credential, though "token" is in their name. */
-const PUBLIC_HEADERS = new Set(['x-debug-token', 'x-debug-token-link', 'x-previous-debug-token']);
+/** Headers that carry a credential whatever their name: the value goes, at most a known scheme stays. */
+const SECRET_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-profiler-secret', 'x-api-key', 'x-auth-token', 'x-csrf-token', 'x-xsrf-token']);
+/** The schemes whose name is worth keeping in Authorization: anything else may be part of the secret. */
+const AUTH_SCHEMES = /^(basic|bearer|digest|negotiate|ntlm|hoba|mutual|token|dpop|gnap|vapid|scram-sha-1|scram-sha-256|aws4-hmac-sha256|apikey)$/i;
+/** Headers whose names look secret but whose values are not: our own, and challenges or lists of header names. */
+const PUBLIC_HEADERS = new Set([
+  'x-debug-token', 'x-debug-token-link', 'x-previous-debug-token', 'www-authenticate', 'proxy-authenticate',
+  'access-control-allow-credentials', 'access-control-allow-headers', 'access-control-request-headers', 'access-control-expose-headers',
+]);
 
 export const isSecretKey = (key: string, keys: string[]): boolean => {
   const k = key.toLowerCase();
   return keys.some((s) => k.includes(s));
 };
 
-/** A copy of a parsed body or query with the values of secret-looking fields replaced, at any depth. */
-export function redactValue(value: unknown, keys: string[], depth = 0): unknown {
-  if (value === null || typeof value !== 'object') return value;
-  if (depth > 32) return '[too deep]';
-  if (Array.isArray(value)) return value.map((v) => redactValue(v, keys, depth + 1));
-  if (Buffer.isBuffer(value)) return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) {
-    out[k] = isSecretKey(k, keys) && v !== '' && v != null ? REDACTED : redactValue(v, keys, depth + 1);
+/** The most nodes one redactValue() copy visits: a bound on what a hostile shape can cost. */
+const MAX_NODES = 200_000;
+
+/**
+ * A copy of a parsed body, query or context with the values of secret-looking fields replaced, at
+ * any depth. Cycles are cut and every node is visited at most once per path, within a bound.
+ * Copies have no prototype, so `__proto__` stays an ordinary key.
+ */
+export function redactValue(value: unknown, keys: string[]): unknown {
+  let nodes = 0;
+  const ancestors: object[] = [];
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return redactText(v, keys);
+    if (v === null || typeof v !== 'object') return v;
+    if (++nodes > MAX_NODES) return '[too large]';
+    if (ancestors.includes(v)) return '[circular]';
+    if (ArrayBuffer.isView(v)) return v;
+    ancestors.push(v);
+    try {
+      if (Array.isArray(v)) return v.map(walk);
+      const out = Object.create(null) as Record<string, unknown>;
+      for (const k of Object.keys(v)) {
+        const item = (v as Record<string, unknown>)[k];
+        out[k] = isSecretKey(k, keys) && item !== '' && item != null ? REDACTED : walk(item);
+      }
+      return out;
+    } finally {
+      ancestors.pop();
+    }
+  };
+  return walk(value);
+}
+
+/** `key: value`, `"key": value`, `'key': value` (JSON, util.inspect, prose): the key, then where its value starts. */
+const KEY_COLON = /("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[A-Za-z_$][\w$-]*)\s*[:=]>?\s*/g;
+/** `name=value` in a query string, a form body or a cookie-like list; the name may be percent-encoded. */
+const NAME_EQUALS = /(^|[&?;,\s])([^=&?;,\s]+)=([^&;,\s#]*)/g;
+
+/**
+ * Redact secret-looking fields inside text: JSON (objects and arrays under a secret key included),
+ * util.inspect output (what console.log of an object writes), `key: value` prose, query strings and
+ * form bodies (percent-encoded names too). Wide enough to be safe, narrow enough to keep the rest
+ * readable.
+ */
+export function redactText(text: string, keys: string[]): string {
+  if (keys.length === 0) return text;
+  const colon = text.includes(':') || text.includes('=>');
+  const equals = text.includes('=');
+  if (!colon && !equals) return text;
+  let out = colon ? redactKeyValues(text, keys) : text;
+  if (equals) {
+    out = out.replace(NAME_EQUALS, (whole, lead: string, name: string, value: string) =>
+      value !== '' && isSecretKey(decodeName(name), keys) ? `${lead}${name}=${REDACTED}` : whole);
   }
   return out;
 }
 
-/**
- * Redact secret fields inside text we could not parse (a truncated JSON body, a form body):
- * `"password": "…"` and `password=…` forms. Wide enough to be safe, narrow enough to keep the rest readable.
- */
-export function redactText(text: string, keys: string[]): string {
-  // The JSON form needs a quote, the form encoding an "=": text with neither skips two regex scans.
-  if (keys.length === 0 || (!text.includes('=') && !text.includes('"'))) return text;
-  const { json, form } = patternsFor(keys);
-  return text.replace(json, `$1"${REDACTED}"`).replace(form, `$1${REDACTED}`);
-}
-
-/** Compiled once per list of keys (the options' list is one array for the life of the profiler). */
-const patterns = new WeakMap<string[], { json: RegExp; form: RegExp }>();
-function patternsFor(keys: string[]) {
-  let p = patterns.get(keys);
-  if (!p) {
-    const names = keys.map((k) => k.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
-    p = {
-      json: new RegExp(`("[^"]*(?:${names})[^"]*"\\s*:\\s*)("(?:[^"\\\\]|\\\\.)*"?|[^,}\\s]+)`, 'gi'),
-      form: new RegExp(`((?:^|[&?\\s])[^=&\\s]*(?:${names})[^=&\\s]*=)[^&\\s]*`, 'gi'),
-    };
-    patterns.set(keys, p);
+function redactKeyValues(text: string, keys: string[]): string {
+  let out = '';
+  let from = 0;
+  KEY_COLON.lastIndex = 0;
+  for (let m = KEY_COLON.exec(text); m; m = KEY_COLON.exec(text)) {
+    const key = m[1];
+    const bare = key[0] === '"' || key[0] === "'" ? key.slice(1, -1) : key;
+    if (!isSecretKey(bare, keys)) continue;
+    // `=` belongs to the name=value pass when it is not `=>` (a Ruby- or PHP-style dump).
+    if (m[0].includes('=') && !m[0].includes('=>')) continue;
+    const start = m.index + m[0].length;
+    const end = valueEnd(text, start);
+    if (end === start) continue;
+    const quoted = /["'`[{]/.test(text[start]);
+    out += text.slice(from, start) + (quoted ? `"${REDACTED}"` : REDACTED);
+    from = end;
+    KEY_COLON.lastIndex = end;
   }
-  return p;
+  return from === 0 ? text : out + text.slice(from);
 }
 
-/** Header values with credentials cut: the scheme of Authorization stays, cookie names stay. */
+/** Where the value starting at `start` ends: a quoted string, a bracketed structure (strings inside skipped), or a bare run. */
+function valueEnd(text: string, start: number): number {
+  const first = text[start];
+  if (first === '"' || first === "'" || first === '`') return quoteEnd(text, start);
+  if (first === '[' || first === '{' || first === '(') {
+    let depth = 0;
+    for (let i = start; i < text.length; i++) {
+      const c = text[i];
+      if (c === '"' || c === "'" || c === '`') i = quoteEnd(text, i) - 1;
+      else if (c === '[' || c === '{' || c === '(') depth++;
+      else if ((c === ']' || c === '}' || c === ')') && --depth === 0) return i + 1;
+    }
+    return text.length;
+  }
+  let i = start;
+  while (i < text.length && !',;}]\r\n&'.includes(text[i])) i++;
+  return i;
+}
+
+function quoteEnd(text: string, start: number): number {
+  const quote = text[start];
+  for (let i = start + 1; i < text.length; i++) {
+    if (text[i] === '\\') i++;
+    else if (text[i] === quote) return i + 1;
+  }
+  return text.length;
+}
+
+function decodeName(name: string): string {
+  try {
+    return decodeURIComponent(name.replace(/\+/g, ' '));
+  } catch {
+    return name;
+  }
+}
+
+/** Header values with credentials cut: a known scheme of Authorization stays, cookie names stay, secrets in URLs and parameters go. */
 export function redactHeaders(headers: Record<string, unknown>, keys: string[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  const out = Object.create(null) as Record<string, unknown>;
+  for (const name of Object.keys(headers)) {
+    const value = headers[name];
     const n = name.toLowerCase();
     if (value == null) continue;
-    if (SECRET_HEADERS.has(n)) out[name] = redactCredentials(String(value));
+    if (SECRET_HEADERS.has(n)) out[name] = redactCredentials(n, String(value));
     else if (n === 'cookie') out[name] = redactCookieHeader(String(value));
     else if (n === 'set-cookie') out[name] = (Array.isArray(value) ? value : [value]).map((v) => redactSetCookie(String(v)));
     else if (isSecretKey(n, keys) && !PUBLIC_HEADERS.has(n)) out[name] = REDACTED;
-    else out[name] = value;
+    else out[name] = Array.isArray(value) ? value.map((v) => redactText(String(v), keys)) : redactText(String(value), keys);
   }
   return out;
 }
 
-const redactCredentials = (value: string) => {
+const redactCredentials = (name: string, value: string) => {
   const scheme = /^([A-Za-z][\w-]*)\s+\S/.exec(value);
-  return scheme ? `${scheme[1]} ${REDACTED}` : REDACTED;
+  const keep = scheme && name.endsWith('authorization') && AUTH_SCHEMES.test(scheme[1]);
+  return keep ? `${scheme[1]} ${REDACTED}` : REDACTED;
 };
 
 export const redactCookieHeader = (value: string): string =>
@@ -84,7 +167,7 @@ const redactSetCookie = (value: string) => {
 
 /** Cookie names from a Cookie header; their values are never kept. */
 export function cookieNames(header: string | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
+  const out = Object.create(null) as Record<string, string>;
   if (!header) return out;
   for (const pair of header.split(';')) {
     const eq = pair.indexOf('=');

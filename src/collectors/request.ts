@@ -1,6 +1,5 @@
 import type { CorePanel } from './collector.js';
 import { describeBytes, describeParsed, type BodyData } from './body.js';
-import { plain } from './plain.js';
 import { cookieNames, redactHeaders, redactText, redactValue } from './redact.js';
 
 export interface RequestData {
@@ -25,18 +24,19 @@ export const request: CorePanel<RequestData> = {
   collect(s, options) {
     const r = s.request;
     const keys = options.redactKeys;
-    const contentType = r.headers['content-type'] as string | undefined;
+    const contentType = r.headers['content-type'] === undefined ? undefined : String(r.headers['content-type']);
+    const cookie = r.headers.cookie;
     return {
       method: r.method,
       url: redactText(r.url, keys),
       httpVersion: r.httpVersion,
-      query: redactValue(plain(r.query), keys),
+      query: redactValue(r.query, keys),
       body: r.rawBody
         ? describeBytes(r.rawBody, contentType ?? 'text/plain', options.bodyLimit, keys)
-        : describeParsed(r.body, contentType, options.bodyLimit, keys),
-      params: redactValue(plain(s.params), keys),
+        : describeParsed(r.body, r.bodyCut === true, contentType, options.bodyLimit, keys),
+      params: redactValue(s.params, keys),
       headers: redactHeaders(r.headers, keys),
-      cookies: cookieNames(r.headers.cookie as string | undefined),
+      cookies: cookieNames(cookie === undefined ? undefined : Array.isArray(cookie) ? cookie.join('; ') : String(cookie)),
       server: { remoteAddress: r.remoteAddress, secure: r.secure, pid: process.pid },
     };
   },

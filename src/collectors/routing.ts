@@ -1,5 +1,4 @@
 import type { CorePanel } from './collector.js';
-import { plain } from './plain.js';
 import { redactValue } from './redact.js';
 
 export interface RoutingData {
@@ -17,7 +16,7 @@ export const routing: CorePanel<RoutingData> = {
     method: s.request.method,
     path: s.request.url.split('?')[0],
     route: s.route,
-    params: redactValue(plain(s.params), options.redactKeys),
+    params: redactValue(s.params, options.redactKeys),
   }),
   badge: (data) => data.route ?? (data.path ? 'no route' : undefined),
 };

@@ -1,14 +1,9 @@
-import { readFileSync, statSync } from 'node:fs';
-import { findSourceMap } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { parse } from 'stacktrace-parser';
+import { redactText } from '../collectors/redact.js';
+import { excerptOf, isExcerptable, mapToSource, toPath, type Excerpt } from './sources.js';
 
-export interface Excerpt {
-  /** Line number of lines[0]. */
-  start: number;
-  lines: string[];
-}
+export type { Excerpt } from './sources.js';
 
 export interface FrameInfo {
   fn: string;
@@ -18,6 +13,8 @@ export interface FrameInfo {
   /** app frames are expanded with code; vendor (node_modules) and internal (node:) frames are collapsed. */
   kind: 'app' | 'vendor' | 'internal';
   excerpt?: Excerpt;
+  /** Set while the frame waits for its excerpt to be read (by the writer thread): a module the process loaded. */
+  source?: true;
 }
 
 export interface ErrorInfo {
@@ -35,48 +32,76 @@ export interface ExceptionData {
   chain: ErrorInfo[];
 }
 
-const EXCERPT_RADIUS = 5;
 const MAX_CHAIN = 10;
-const MAX_FILE_BYTES = 2 * 1024 * 1024;
+/** Code is shown for this many app frames of each error: they answer "where in my code". */
+const MAX_EXCERPTS = 10;
+const MAX_TEXT = 64 * 1024;
 
 export function statusOf(err: unknown): number {
   const e = err as { status?: unknown; statusCode?: unknown } | null;
-  const status = Number(e?.status ?? e?.statusCode);
+  let status = NaN;
+  try {
+    status = Number(e?.status ?? e?.statusCode);
+  } catch {
+    // A status that cannot be read or turned into a number is no status.
+  }
   return Number.isInteger(status) && status >= 400 && status <= 599 ? status : 500;
 }
 
-export function describeException(err: unknown): ExceptionData {
+/**
+ * The error and its causes as plain data. Frames are read from the part of the stack after the
+ * message, so text the message carries can never pose as a frame. With `excerpts`, code is read
+ * at once (within a small budget, see sources.ts); without, eligible frames are marked `source`
+ * for the writer thread to read.
+ */
+export function describeException(err: unknown, options: { excerpts: boolean }): ExceptionData {
   const chain: ErrorInfo[] = [];
   const seen = new Set<unknown>();
+  const budget = { reads: 4 };
   const visit = (e: unknown) => {
     if (e === undefined || seen.has(e) || chain.length >= MAX_CHAIN) return;
     seen.add(e);
-    chain.push(describeError(e));
-    if (e instanceof AggregateError) for (const inner of e.errors) visit(inner);
-    if (e && typeof e === 'object' && 'cause' in e) visit((e as { cause: unknown }).cause);
+    chain.push(describeError(e, options.excerpts ? budget : undefined));
+    if (e instanceof AggregateError && Array.isArray(e.errors)) for (const inner of e.errors) visit(inner);
+    if (e && typeof e === 'object' && 'cause' in e) visit(read(() => (e as { cause: unknown }).cause, undefined));
   };
   visit(err);
   return { status: statusOf(err), chain };
 }
 
-export function describeError(err: unknown): ErrorInfo {
+function describeError(err: unknown, budget: { reads: number } | undefined): ErrorInfo {
   if (!(err instanceof Error)) {
-    const type = err === null ? 'null' : typeof err === 'object' ? (err.constructor?.name ?? 'Object') : typeof err;
-    return { class: type, message: typeof err === 'string' ? err : inspect(err, { depth: 2, breakLength: 120 }), status: statusOf(err), stack: '', frames: [] };
+    const type = err === null ? 'null' : typeof err === 'object' ? (read(() => err.constructor?.name, undefined) ?? 'Object') : typeof err;
+    const message = typeof err === 'string' ? err : inspect(err, { depth: 2, breakLength: 120 });
+    return { class: type, message: cut(message), status: statusOf(err), stack: '', frames: [] };
   }
-  const stack = typeof err.stack === 'string' ? err.stack : '';
-  const code = (err as { code?: unknown }).code;
+  const stack = read(() => (typeof err.stack === 'string' ? err.stack : ''), '');
+  const message = read(() => String(err.message ?? ''), '');
+  const code = read(() => (err as { code?: unknown }).code, undefined);
   return {
-    class: err.constructor?.name || err.name || 'Error',
-    message: String(err.message ?? ''),
+    class: read(() => err.constructor?.name || err.name || 'Error', 'Error'),
+    message: cut(message),
     status: statusOf(err),
     code: typeof code === 'string' || typeof code === 'number' ? String(code) : undefined,
-    stack,
-    frames: framesOf(stack),
+    stack: cut(stack),
+    frames: framesOf(afterMessage(stack, message), budget),
   };
 }
 
-function framesOf(stack: string): FrameInfo[] {
+/**
+ * The frames part of a stack. V8 writes "<class>: <message>" before the frames, and the message is
+ * whatever the app put there (user input included, newlines and all): everything up to the end of
+ * the message is skipped. Where the message is not in the stack (changed after the stack was
+ * made), the first line is.
+ */
+function afterMessage(stack: string, message: string): string {
+  const at = message === '' ? -1 : stack.indexOf(message);
+  if (at >= 0) return stack.slice(at + message.length);
+  const newline = stack.indexOf('\n');
+  return newline < 0 ? '' : stack.slice(newline);
+}
+
+function framesOf(stack: string, budget: { reads: number } | undefined): FrameInfo[] {
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(stack);
@@ -84,36 +109,46 @@ function framesOf(stack: string): FrameInfo[] {
     return [];
   }
   let expanded = 0;
-  return parsed.filter((f) => f.file).map((f) => {
+  return parsed.filter((f) => f.file).slice(0, 100).map((f) => {
+    const raw = f.file!;
     const frame = mapToSource({
       fn: f.methodName && f.methodName !== '<unknown>' ? f.methodName : '(anonymous)',
-      file: toPath(f.file!),
+      file: toPath(raw),
       line: f.lineNumber ?? 0,
       column: f.column ?? 0,
-      kind: kindOf(f.file!),
-    });
-    // Code for the first app frames only: they answer "where in my code"; the rest stay one line each.
-    if (frame.kind === 'app' && expanded < 10) {
-      frame.excerpt = excerptOf(frame.file, frame.line);
-      if (frame.excerpt) expanded++;
+      kind: kindOf(raw),
+    }, raw);
+    if (frame.kind === 'app' && expanded < MAX_EXCERPTS && isExcerptable(frame.file, raw)) {
+      expanded++;
+      if (budget) frame.excerpt = excerptOf(frame.file, frame.line, budget);
+      else frame.source = true;
     }
     return frame;
   });
 }
 
-const toPath = (file: string) => {
-  if (file.startsWith('file://')) {
-    try {
-      return fileURLToPath(file);
-    } catch {
-      return file;
+/** Code for the frames capture() marked, read where it does not cost a request: the writer thread. */
+export function addExcerpts(data: ExceptionData): void {
+  const budget = { reads: 4 };
+  for (const error of data.chain) {
+    for (const frame of error.frames) {
+      if (!frame.source) continue;
+      delete frame.source;
+      frame.excerpt = excerptOf(frame.file, frame.line, budget);
     }
   }
-  return file;
-};
+}
+
+/** The texts of an exception with secret-looking fields replaced: messages and stacks quote what the app was given. */
+export function redactException(data: ExceptionData, keys: string[]): ExceptionData {
+  return {
+    status: data.status,
+    chain: data.chain.map((e) => ({ ...e, message: redactText(e.message, keys), stack: redactText(e.stack, keys) })),
+  };
+}
 
 /** The profiler's own code is a library to its users, wherever it is installed from. */
-const OWN_CODE = ['src', 'dist'].map((dir) => fileURLToPath(new URL(`../../${dir}/`, import.meta.url)));
+const OWN_CODE = ['src', 'dist'].map((dir) => toPath(new URL(`../../${dir}/`, import.meta.url).href));
 const isOwnCode = (file: string) => OWN_CODE.some((dir) => file.startsWith(dir)) && !/[\\/]demo[\\/]/.test(file);
 
 const kindOf = (file: string): FrameInfo['kind'] => {
@@ -122,41 +157,13 @@ const kindOf = (file: string): FrameInfo['kind'] => {
   return 'app';
 };
 
-/** Compiled JavaScript shown as its TypeScript source where the process has source maps loaded. */
-function mapToSource(frame: FrameInfo): FrameInfo {
-  if (frame.kind !== 'app' || !frame.file.endsWith('.js')) return frame;
+const cut = (text: string) => (text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}…` : text);
+
+/** An error's own getters may throw: what cannot be read is left out, never thrown at the app. */
+function read<T>(fn: () => T, fallback: T): T {
   try {
-    const map = findSourceMap(frame.file);
-    const entry = map?.findEntry(frame.line - 1, frame.column - 1) as { originalSource?: string; originalLine?: number; originalColumn?: number } | undefined;
-    if (!entry?.originalSource) return frame;
-    return { ...frame, file: toPath(entry.originalSource), line: (entry.originalLine ?? 0) + 1, column: (entry.originalColumn ?? 0) + 1 };
+    return fn();
   } catch {
-    return frame;
-  }
-}
-
-/** Files read for excerpts, kept while their mtime holds: developers edit them between two errors. */
-const sources = new Map<string, { mtime: number; lines: string[] | null }>();
-
-function excerptOf(file: string, line: number): Excerpt | undefined {
-  if (line < 1) return undefined;
-  const lines = linesOf(file);
-  if (!lines || line > lines.length) return undefined;
-  const start = Math.max(1, line - EXCERPT_RADIUS);
-  const end = Math.min(lines.length, line + EXCERPT_RADIUS);
-  return { start, lines: lines.slice(start - 1, end).map((l) => (l.length > 400 ? `${l.slice(0, 400)}…` : l)) };
-}
-
-function linesOf(file: string): string[] | null {
-  try {
-    const stat = statSync(file);
-    const cached = sources.get(file);
-    if (cached && cached.mtime === stat.mtimeMs) return cached.lines;
-    const lines = stat.size > MAX_FILE_BYTES ? null : readFileSync(file, 'utf8').split(/\r?\n/);
-    if (sources.size >= 200) sources.delete(sources.keys().next().value!);
-    sources.set(file, { mtime: stat.mtimeMs, lines });
-    return lines;
-  } catch {
-    return null;
+    return fallback;
   }
 }

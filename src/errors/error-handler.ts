@@ -8,7 +8,7 @@ import { addLine } from '../recording/logger.js';
 import { contextOf } from '../recording/context.js';
 import { render, sendPage, serverTiming } from '../web/views.js';
 import { performance } from 'node:perf_hooks';
-import { describeException, statusOf, type ExceptionData } from './describe.js';
+import { describeException, redactException, statusOf, type ExceptionData } from './describe.js';
 import { HttpError } from './http-error.js';
 
 type Format = 'html' | 'json' | 'text';
@@ -47,13 +47,16 @@ function respond(err: unknown, status: number, req: Request, res: Response, ctx:
   if (err instanceof HttpError) for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
   if (!options.debug) return sendProduction(res, status, format);
 
-  const exception = describeException(err);
+  const described = describeException(err, { excerpts: true });
+  if (ctx && ctx.error === err) ctx.described = { error: err, data: described };
+  if (status >= 500) process.stderr.write(`${described.chain[0].stack || `${described.chain[0].class}: ${described.chain[0].message}`}\n`);
+  // What goes to the client, and into the profile, has its secrets redacted; stderr is the app's own.
+  const exception = redactException(described, options.redactKeys);
   const first = exception.chain[0];
   if (ctx) addLine(ctx, status >= 500 ? 'error' : 'warn', `Uncaught ${first.class}: "${first.message}"`, undefined, 'app');
-  if (status >= 500) process.stderr.write(`${first.stack || `${first.class}: ${first.message}`}\n`);
-  res.setHeader('X-Debug-Exception', encodeURIComponent(first.message.slice(0, 2000)));
+  res.setHeader('X-Debug-Exception', headerText(first.message));
   const where = first.frames.find((f) => f.kind === 'app') ?? first.frames[0];
-  if (where) res.setHeader('X-Debug-Exception-File', `${encodeURIComponent(where.file)}:${where.line}`);
+  if (where) res.setHeader('X-Debug-Exception-File', `${headerText(where.file)}:${where.line}`);
 
   const token = ctx?.token;
   const profilerUrl = token && options.enabled ? `/_profiler/${token}?panel=exception&type=request` : undefined;
@@ -129,6 +132,9 @@ function textReport(exception: ExceptionData, req: Request, lines: { time: numbe
   if (token) out.push('', `Profile: ${token} ${profilerUrl ?? ''}`.trimEnd());
   return `${out.join('\n')}\n`;
 }
+
+/** Text for a header: cut, made well-formed (a cut may split a surrogate pair, a message may hold a lone one), then escaped. */
+const headerText = (text: string) => encodeURIComponent(text.slice(0, 2000).toWellFormed());
 
 /** The page must render even for a request whose URL cannot be rebuilt. */
 const safeUrl = (req: Request) => {

@@ -23,6 +23,8 @@ export function notFound(): RequestHandler {
     }
     // 405 only when the method is what is wrong: a matching route that passed on (next()) is a 404.
     const allowed = allowedMethods(req.app, path);
+    // OPTIONS on a path that has routes is the router's to answer (200 with Allow), as it does bare.
+    if (method === 'OPTIONS' && allowed.length > 0) return next();
     if (allowed.length > 0 && !allowed.includes('*') && !allowed.includes(method)) {
       next(new MethodNotAllowedError(`${noRouteMessage(req)}: Method Not Allowed (Allow: ${allowed.join(', ')})`, allowed));
       return;

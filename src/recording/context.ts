@@ -26,7 +26,7 @@ export interface Span {
  */
 export interface RequestContext {
   /** The recorder that made this context: a response is recorded by the profiler that saw it first. */
-  recorder: object;
+  recorder: RecorderSettings;
   token: string;
   parent: string | null;
   /** Epoch milliseconds at arrival. */
@@ -44,11 +44,31 @@ export interface RequestContext {
   /** Router layers entered, as flat (layer, ms since start) pairs: one push each, spans made later. */
   trail: unknown[];
   error: unknown;
+  /** The error as the debug page described it, so that capture() need not read the stack again. */
+  described: { error: unknown; data: import('../errors/describe.js').ExceptionData } | undefined;
+  /** The route that answers (its mount path and pattern) and its params, as they were when it was entered; cleared when it passes on. */
+  route: string | undefined;
+  routeLayers: unknown[] | undefined;
+  params: unknown;
+  /** The toolbar has been put in the body. */
+  toolbar: boolean;
   bodyChunks: (Buffer | string)[];
   bodyKept: number;
   bodySize: number;
   /** req.log, made when the app first uses it. */
   log: import('./logger.js').Logger | undefined;
+}
+
+/** What the response's wrappers need of the recorder that owns a context. */
+export interface RecorderSettings {
+  debug: boolean;
+  bodyLimit: number;
+  /** Hands a finished request to storage. */
+  done: (ctx: RequestContext) => void;
+  /** The body with the toolbar in it, or undefined to send it as it is. */
+  inject?: <T extends string | Buffer>(req: IncomingMessage, res: ServerResponse, token: string, body: T, encoding: unknown) => T | undefined;
+  /** Trouble of the recorder's own, after the response: told, never thrown at the app. */
+  failed: (err: unknown) => void;
 }
 
 /** Where a response keeps its context: found through res even where async context is lost. */

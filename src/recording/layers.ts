@@ -1,5 +1,6 @@
+import dc from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
-import { contextOf, enter, leave, type Span } from './context.js';
+import { contextOf, enter, leave, type RequestContext, type Span } from './context.js';
 
 /** The part of an Express 4 or 5 router layer that we read. */
 export interface RouterLayer {
@@ -28,55 +29,161 @@ export function routerStack(app: unknown): RouterLayer[] | undefined {
 
 const hooked = new WeakSet<object>();
 
+type Next = (err?: unknown) => void;
+type Handler = (...args: unknown[]) => unknown;
+
+/** The channels router ≥ 2.3 publishes on: with a subscriber it takes another path, which is left to it. */
+const routerTracing = dc.tracingChannel?.('express.router.request');
+const routerTraced = () =>
+  routerTracing !== undefined && (routerTracing.start.hasSubscribers || routerTracing.end.hasSubscribers ||
+    routerTracing.asyncStart.hasSubscribers || routerTracing.asyncEnd.hasSubscribers || routerTracing.error.hasSubscribers);
+
+const isPromise = (value: unknown): value is PromiseLike<unknown> =>
+  value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+
 /**
  * Every layer of every router (nested routers and sub-apps included) is entered through its
- * prototype's handleRequest / handleError (handle_request / handle_error in Express 4). Hooking
- * those once makes the timeline cost one push per layer: the layer and the time it was entered.
- * The layer's synchronous code runs as its request's (enter/leave), for the exported logger.
- * Errors are caught there too, so one answered by an app's own error middleware still reaches
- * the profile.
+ * prototype's handleRequest / handleError (handle_request / handle_error in Express 4). Those are
+ * replaced, once, by functions that do exactly what the router's own do (checked against their
+ * source) plus one push of the layer and the time it was entered. Replaced, not wrapped: a wrapper
+ * would add a frame to every stack for every layer, and with V8's limit of 10 frames the app's own
+ * frames would fall off its traces. The layer's synchronous code runs as its request's
+ * (enter/leave), for the exported logger; errors thrown or rejected there are noted for the profile.
  */
 export function hookLayers(app: unknown): void {
+  hookDone(app);
   const first = routerStack(app)?.[0];
   const proto = first && (Object.getPrototypeOf(first) as Record<string, unknown> | null);
   if (!proto || hooked.has(proto)) return;
   hooked.add(proto);
-  for (const name of ['handleRequest', 'handle_request']) {
-    const original = proto[name];
-    if (typeof original !== 'function') continue;
-    // A computed method name: stack traces keep reading "Layer.handleRequest".
-    proto[name] = {
-      [name](this: RouterLayer, req: unknown, res: unknown, next: unknown) {
-        const ctx = contextOf(res);
-        if (ctx === undefined) return original.call(this, req, res, next);
-        if (this.handle.length < 4) ctx.trail.push(this, performance.now() - ctx.start);
-        const outer = enter(ctx);
-        try {
-          return original.call(this, req, res, next);
-        } finally {
-          leave(outer);
-        }
-      },
-    }[name];
+  const modern = typeof proto.handleRequest === 'function';
+  const [request, error] = modern ? ['handleRequest', 'handleError'] : ['handle_request', 'handle_error'];
+  const originalRequest = proto[request] as Handler | undefined;
+  const originalError = proto[error] as Handler | undefined;
+  if (typeof originalRequest !== 'function' || typeof originalError !== 'function') return;
+  const known = modern
+    ? /fn\.length > 3/.test(String(originalRequest)) && /Rejected promise/.test(String(originalRequest)) && /fn\.length !== 4/.test(String(originalError))
+    : /fn\.length > 3/.test(String(originalRequest)) && /fn\(req, res, next\)/.test(String(originalRequest)) && /fn\(error, req, res, next\)/.test(String(originalError));
+  // A router this code does not know keeps its own methods, wrapped: one frame more per layer, but its behaviour.
+  const traced = modern && /shouldTrace/.test(String(originalRequest)) ? routerTraced : () => !known;
+
+  const settle = modern && known ? settlePromise : () => {};
+
+  proto[request] = {
+    [request](this: RouterLayer, req: unknown, res: unknown, next: Next) {
+      const fn = this.handle;
+      if (fn.length > 3) return next();
+      const ctx = contextOf(res);
+      if (traced()) return viaOriginal(originalRequest, this, ctx, [req, res, next]);
+      let outer: RequestContext | undefined;
+      if (ctx !== undefined) {
+        ctx.trail.push(this, performance.now() - ctx.start);
+        entered(ctx, this, req as { baseUrl?: string; params?: unknown });
+        outer = enter(ctx);
+      }
+      // The handler is called from here, as the router's own method calls it: no frame in between.
+      try {
+        settle(fn(req, res, next), next, ctx);
+      } catch (err) {
+        if (ctx !== undefined) noteError(ctx, err);
+        next(err);
+      } finally {
+        if (ctx !== undefined) leave(outer);
+      }
+    },
+  }[request];
+  proto[error] = {
+    [error](this: RouterLayer, err: unknown, req: unknown, res: unknown, next: Next) {
+      const fn = this.handle;
+      const ctx = contextOf(res);
+      if (ctx !== undefined && err) noteError(ctx, err);
+      if (fn.length !== 4) return next(err);
+      if (traced()) return viaOriginal(originalError, this, ctx, [err, req, res, next]);
+      let outer: RequestContext | undefined;
+      if (ctx !== undefined) {
+        ctx.trail.push(this, performance.now() - ctx.start);
+        outer = enter(ctx);
+      }
+      try {
+        settle(fn(err, req, res, next), next, ctx);
+      } catch (thrown) {
+        if (ctx !== undefined) noteError(ctx, thrown);
+        next(thrown);
+      } finally {
+        if (ctx !== undefined) leave(outer);
+      }
+    },
+  }[error];
+}
+
+/** Express 5's router: a handler's promise that rejects hands its reason to next. */
+function settlePromise(ret: unknown, next: Next, ctx: RequestContext | undefined): void {
+  if (!isPromise(ret)) return;
+  ret.then(undefined, (error: unknown) => {
+    if (ctx !== undefined) noteError(ctx, error);
+    next(error || new Error('Rejected promise'));
+  });
+}
+
+/** The router's own method, timed: where it traces its handlers itself, or is of a shape not known here. */
+function viaOriginal(original: Handler, layer: RouterLayer, ctx: RequestContext | undefined, args: unknown[]): unknown {
+  if (ctx === undefined) return original.apply(layer, args);
+  ctx.trail.push(layer, performance.now() - ctx.start);
+  if (args.length === 3) entered(ctx, layer, args[0] as { baseUrl?: string; params?: unknown });
+  const outer = enter(ctx);
+  try {
+    return original.apply(layer, args);
+  } finally {
+    leave(outer);
   }
-  for (const name of ['handleError', 'handle_error']) {
-    const original = proto[name];
-    if (typeof original !== 'function') continue;
-    proto[name] = {
-      [name](this: RouterLayer, error: unknown, req: unknown, res: unknown, next: unknown) {
-        const ctx = contextOf(res);
-        if (ctx === undefined) return original.call(this, error, req, res, next);
-        if (ctx.error === undefined && error) ctx.error = error;
-        if (this.handle.length === 4) ctx.trail.push(this, performance.now() - ctx.start);
-        const outer = enter(ctx);
-        try {
-          return original.call(this, error, req, res, next);
-        } finally {
-          leave(outer);
-        }
-      },
-    }[name];
+}
+
+const noteError = (ctx: RequestContext, err: unknown) => {
+  if (ctx.error === undefined && err !== 'route' && err !== 'router') ctx.error = err;
+};
+
+/**
+ * The route that answers: set when a route is entered (with its params, which the router takes
+ * back as it unwinds), cleared when any layer but the route's own handlers comes after it.
+ */
+function entered(ctx: RequestContext, layer: RouterLayer, req: { baseUrl?: string; params?: unknown }): void {
+  if (layer.route !== undefined) {
+    const path = Array.isArray(layer.route.path) ? layer.route.path.join(', ') : String(layer.route.path);
+    ctx.route = (req.baseUrl ?? '') + path;
+    ctx.routeLayers = layer.route.stack;
+    ctx.params = req.params;
+  } else if (ctx.route !== undefined && !ctx.routeLayers?.includes(layer)) {
+    ctx.route = undefined;
+    ctx.params = undefined;
   }
+}
+
+/**
+ * What reaches the end of the app's router: an error no handler took (Express's final handler
+ * answers it), or nothing, when every route passed on. The app's own router gets this hook, as an
+ * own property: routers nested in it are left alone.
+ */
+function hookDone(app: unknown): void {
+  const a = app as { router?: unknown; _router?: unknown };
+  let router: { handle?: Handler } | undefined;
+  try {
+    router = ('_router' in a ? a._router : a.router) as typeof router;
+  } catch {
+    return;
+  }
+  if (!router || typeof router.handle !== 'function' || Object.prototype.hasOwnProperty.call(router, 'handle')) return;
+  const original = router.handle;
+  router.handle = function handle(this: unknown, req: unknown, res: unknown, callback: unknown) {
+    if (typeof callback !== 'function' || contextOf(res) !== undefined) return original.call(this, req, res, callback);
+    return original.call(this, req, res, function done(this: unknown, err: unknown, ...rest: unknown[]) {
+      const ctx = contextOf(res);
+      if (ctx !== undefined) {
+        if (err) noteError(ctx, err);
+        else ctx.route = undefined;
+      }
+      return (callback as Handler).call(this, err, ...rest);
+    });
+  };
 }
 
 const round = (ms: number) => Math.round(ms * 1000) / 1000;

@@ -1,94 +1,31 @@
 import type { NextFunction, Request, Response } from 'express';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { validateHeaderValue, type IncomingMessage, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { contextOf, kContext, requestFinished, requestStarted, type RequestContext } from './context.js';
+import { contextOf, kContext, requestFinished, requestStarted, type RecorderSettings, type RequestContext } from './context.js';
 import { hookLayers } from './layers.js';
 import { logger, RequestLogger } from './logger.js';
 import { originOf } from './url.js';
 
 type Method = (this: ServerResponse, ...args: unknown[]) => unknown;
-type Tracked = ServerResponse & { [kContext]?: RequestContext };
+type Tracked = ServerResponse & { [kContext]?: RequestContext; req?: IncomingMessage };
 
-export interface RecorderDeps {
-  debug: boolean;
-  bodyLimit: number;
+export interface RecorderDeps extends RecorderSettings {
   nextToken: () => string;
-  /** Hands a finished request to storage; called once per request, as it finishes: what it reads of req and res holds only then. */
-  done: (ctx: RequestContext) => void;
-  /** The final body with the toolbar in it, or undefined to send it as it is. */
-  inject?: (req: IncomingMessage, res: ServerResponse, token: string, chunk: unknown, encoding: unknown) => Buffer | undefined;
 }
 
+/**
+ * The recording middleware. The first recorder to see a request owns it (a profiler mounted in an
+ * app and again in a sub-app, or two profilers, record each request once); the response's
+ * wrappers act for whichever recorder owns the response.
+ */
 export function recorder(deps: RecorderDeps) {
-  const { debug, bodyLimit, nextToken, done, inject } = deps;
-
-  function finish(this: Tracked) {
-    const ctx = this[kContext];
-    if (!ctx || ctx.end >= 0) return;
-    ctx.end = performance.now() - ctx.start;
-    if (ctx.ttfb < 0) ctx.ttfb = ctx.end;
-    requestFinished(ctx);
-    done(ctx);
-  }
-
-  /** Called as the headers go out, whatever sends them: every header write passes through writeHead. */
-  function stamp(res: ServerResponse, ctx: RequestContext) {
-    if (!res.hasHeader('x-debug-token')) setDebugHeaders(res, ctx);
-    if (debug && !res.hasHeader('x-robots-tag')) res.setHeader('X-Robots-Tag', 'noindex');
-  }
-
-  function keep(ctx: RequestContext, chunk: unknown, encoding: unknown) {
-    if (chunk == null || typeof chunk === 'function') return;
-    const size = typeof chunk === 'string' ? Buffer.byteLength(chunk, encoding as BufferEncoding) : (chunk as Buffer).length ?? 0;
-    if (ctx.ttfb < 0) ctx.ttfb = performance.now() - ctx.start;
-    ctx.bodySize += size;
-    if (ctx.bodyKept < bodyLimit) {
-      ctx.bodyChunks.push(chunk as Buffer | string);
-      ctx.bodyKept += size;
-    }
-  }
-
-  /**
-   * Express gives each app its own response and request prototypes (app.response, app.request;
-   * mounted sub-apps inherit from them). Wrapping writeHead/write/end and defining req.log there,
-   * once, costs no per-request closures or own properties; responses this recorder did not start
-   * pass straight through.
-   */
-  const patched = new WeakSet<object>();
-  function patchPrototypes(req: Request, res: Response) {
-    const resProto = Object.getPrototypeOf(res) as Record<string, unknown>;
-    if (patched.has(resProto)) return;
-    patched.add(resProto);
-    const writeHead0 = resProto.writeHead as Method;
-    const write0 = resProto.write as Method;
-    const end0 = resProto.end as Method;
-    resProto.writeHead = function writeHead(this: Tracked, status: unknown, reason?: unknown, headers?: unknown) {
-      const ctx = this[kContext];
-      if (ctx !== undefined && ctx.recorder === recorderId && !this.headersSent) stamp(this, ctx);
-      return writeHead0.call(this, status, reason, headers);
-    };
-    resProto.write = function write(this: Tracked, chunk: unknown, encoding?: unknown, cb?: unknown) {
-      const ctx = this[kContext];
-      if (ctx !== undefined && ctx.recorder === recorderId) keep(ctx, chunk, encoding);
-      return write0.call(this, chunk, encoding, cb);
-    };
-    resProto.end = function end(this: Tracked, chunk?: unknown, encoding?: unknown, cb?: unknown) {
-      const ctx = this[kContext];
-      if (ctx === undefined || ctx.recorder !== recorderId) return end0.call(this, chunk, encoding, cb);
-      keep(ctx, chunk, encoding);
-      const injected = inject && chunk != null && typeof chunk !== 'function' ? inject(ctx.req, this, ctx.token, chunk, encoding) : undefined;
-      if (injected) return end0.call(this, injected, typeof encoding === 'function' ? encoding : cb);
-      return end0.call(this, chunk, encoding, cb);
-    };
-    defineLog(Object.getPrototypeOf(req));
-  }
-  const recorderId = {};
+  const { nextToken, ...settings } = deps;
   let lastApp: unknown;
 
   return function webProfilerRecorder(req: Request, res: Response, next: NextFunction) {
     patchPrototypes(req, res);
     const ctx: RequestContext = {
-      recorder: recorderId,
+      recorder: settings,
       token: nextToken(),
       origin: originOf(req),
       parent: null,
@@ -101,6 +38,11 @@ export function recorder(deps: RecorderDeps) {
       logs: [],
       trail: [],
       error: undefined,
+      described: undefined,
+      route: undefined,
+      routeLayers: undefined,
+      params: undefined,
+      toolbar: false,
       bodyChunks: [],
       bodyKept: 0,
       bodySize: 0,
@@ -115,6 +57,157 @@ export function recorder(deps: RecorderDeps) {
     }
     requestStarted(ctx, next);
   };
+}
+
+function finish(this: Tracked) {
+  const ctx = this[kContext];
+  if (!ctx || ctx.end >= 0) return;
+  try {
+    ctx.end = performance.now() - ctx.start;
+    if (ctx.ttfb < 0) ctx.ttfb = ctx.end;
+    requestFinished(ctx);
+    ctx.recorder.done(ctx);
+  } catch (err) {
+    // After the response, on an event of the app's: nothing may be thrown from here.
+    ctx.recorder.failed(err);
+  }
+}
+
+/** A response chunk as bytes or text: what Node itself accepts. Anything else is the app's mistake, which Node reports. */
+function keep(ctx: RequestContext, chunk: unknown, encoding: unknown) {
+  let size: number;
+  let kept: Buffer | string;
+  if (typeof chunk === 'string') {
+    kept = chunk;
+    size = Buffer.byteLength(chunk, Buffer.isEncoding(encoding as string) ? (encoding as BufferEncoding) : 'utf8');
+  } else if (ArrayBuffer.isView(chunk)) {
+    kept = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    size = chunk.byteLength;
+  } else {
+    return;
+  }
+  if (ctx.ttfb < 0) ctx.ttfb = performance.now() - ctx.start;
+  ctx.bodySize += size;
+  if (ctx.bodyKept < ctx.recorder.bodyLimit) {
+    ctx.bodyChunks.push(kept);
+    ctx.bodyKept += size;
+  }
+}
+
+/** Marks our own wrappers: a sub-app's prototype inherits them from its parent's, and must not get a second layer. */
+const kOurs = Symbol('web-profiler.wrapper');
+const mark = <F extends object>(fn: F): F => Object.assign(fn, { [kOurs]: true });
+const patched = new WeakSet<object>();
+
+/**
+ * Express gives each app its own response and request prototypes (app.response, app.request;
+ * mounted sub-apps inherit from them). Wrapping writeHead/write/end/send and defining req.log
+ * there, once, costs no per-request closures or own properties; responses no recorder started
+ * pass straight through.
+ */
+function patchPrototypes(req: Request, res: Response) {
+  const resProto = Object.getPrototypeOf(res) as Record<string, unknown>;
+  if (patched.has(resProto)) return;
+  patched.add(resProto);
+  defineLog(Object.getPrototypeOf(req));
+  if ((resProto.writeHead as { [kOurs]?: boolean })[kOurs]) return;
+  const writeHead0 = resProto.writeHead as Method;
+  const write0 = resProto.write as Method;
+  const end0 = resProto.end as Method;
+  const send0 = resProto.send as Method | undefined;
+  resProto.writeHead = mark(function writeHead(this: Tracked, status: unknown, reason?: unknown, headers?: unknown) {
+    const ctx = this[kContext];
+    if (ctx === undefined || this.headersSent) return writeHead0.call(this, status, reason, headers);
+    // Node takes (status, headers) as well as (status, reason, headers).
+    if (typeof reason === 'string') return writeHead0.call(this, status, reason, stamped(this, ctx, headers));
+    return writeHead0.call(this, status, stamped(this, ctx, reason), headers);
+  });
+  resProto.write = mark(function write(this: Tracked, chunk: unknown, encoding?: unknown, cb?: unknown) {
+    const ctx = this[kContext];
+    if (ctx !== undefined) keep(ctx, chunk, encoding);
+    return write0.call(this, chunk, encoding, cb);
+  });
+  resProto.end = mark(function end(this: Tracked, chunk?: unknown, encoding?: unknown, cb?: unknown) {
+    const ctx = this[kContext];
+    if (ctx === undefined) return end0.call(this, chunk, encoding, cb);
+    keep(ctx, chunk, encoding);
+    const injected = typeof chunk === 'string' || Buffer.isBuffer(chunk) ? withToolbar(this, ctx, chunk, encoding) : undefined;
+    if (injected === undefined) return end0.call(this, chunk, encoding, cb);
+    // The kept chunk is the app's: the profile shows the body the app wrote.
+    return end0.call(this, injected, encoding, cb);
+  });
+  // Express's res.send computes Content-Length and ETag from the body and answers HEAD without it:
+  // the toolbar goes in before, so that GET and HEAD agree and the ETag is the body's.
+  if (typeof send0 === 'function') {
+    resProto.send = mark(function send(this: Tracked, body?: unknown) {
+      const ctx = this[kContext];
+      if (ctx === undefined || ctx.toolbar || (typeof body !== 'string' && !Buffer.isBuffer(body))) return send0.call(this, body);
+      // What res.send does first for a string with no type, done a moment earlier so the toolbar can tell it is a page.
+      if (typeof body === 'string' && this.getHeader('content-type') === undefined) (this as unknown as Response).type('html');
+      const injected = withToolbar(this, ctx, body, undefined);
+      return send0.call(this, injected ?? body);
+    });
+  }
+}
+
+/** The body with the toolbar, or undefined: whatever goes wrong in there, the app's body goes out as it was. */
+function withToolbar<T extends string | Buffer>(res: Tracked, ctx: RequestContext, body: T, encoding: unknown): T | undefined {
+  const inject = ctx.recorder.inject;
+  if (inject === undefined || ctx.toolbar || res.req === undefined) return undefined;
+  try {
+    const injected = inject(res.req, res, ctx.token, body, encoding);
+    if (injected !== undefined) ctx.toolbar = true;
+    return injected;
+  } catch (err) {
+    ctx.recorder.failed(err);
+    return undefined;
+  }
+}
+
+/**
+ * The headers argument of writeHead with the debug headers added, as the headers go out. A raw
+ * array ([name, value, ...] or [[name, value], ...]) keeps its repeats only while nothing was set
+ * through setHeader: ours are appended to a copy of it. Otherwise they are set the usual way.
+ */
+function stamped(res: ServerResponse, ctx: RequestContext, headers: unknown): unknown {
+  const ours = debugHeaders(res, ctx, headers);
+  if (ours.length === 0) return headers;
+  if (Array.isArray(headers)) {
+    if (headers.length > 0 && Array.isArray(headers[0])) return [...headers, ...ours];
+    if (headers.length % 2 === 0) return [...headers, ...ours.flat()];
+    return headers;
+  }
+  for (const [name, value] of ours) res.setHeader(name, value);
+  return headers;
+}
+
+function debugHeaders(res: ServerResponse, ctx: RequestContext, headers: unknown): [string, string][] {
+  const given = new Set<string>();
+  if (Array.isArray(headers)) {
+    const pairs = headers.length > 0 && Array.isArray(headers[0]);
+    for (let i = 0; i < headers.length; i += pairs ? 1 : 2) given.add(String(pairs ? headers[i][0] : headers[i]).toLowerCase());
+  } else if (headers && typeof headers === 'object') {
+    for (const name of Object.keys(headers)) given.add(name.toLowerCase());
+  }
+  const has = (name: string) => given.has(name) || res.hasHeader(name);
+  const out: [string, string][] = [];
+  if (!has('x-debug-token')) {
+    out.push(['X-Debug-Token', ctx.token]);
+    const link = `${ctx.origin}/_profiler/${ctx.token}`;
+    // A Host header Node refuses to echo back: the token alone still identifies the profile.
+    if (isValidHeaderValue(link)) out.push(['X-Debug-Token-Link', link]);
+  }
+  if (ctx.recorder.debug && !has('x-robots-tag')) out.push(['X-Robots-Tag', 'noindex']);
+  return out;
+}
+
+function isValidHeaderValue(value: string): boolean {
+  try {
+    validateHeaderValue('x', value);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const definedLog = new WeakSet<object>();
@@ -134,13 +227,4 @@ function defineLog(reqProto: object): void {
       Object.defineProperty(this, 'log', { value, writable: true, configurable: true, enumerable: true });
     },
   });
-}
-
-function setDebugHeaders(res: ServerResponse, ctx: RequestContext): void {
-  try {
-    res.setHeader('X-Debug-Token', ctx.token);
-    res.setHeader('X-Debug-Token-Link', `${ctx.origin}/_profiler/${ctx.token}`);
-  } catch {
-    // A Host header Node refuses to echo back: the token alone still identifies the profile.
-  }
 }

@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Collector } from '../collectors/collector.js';
 import { collectEach } from '../collectors/build.js';
-import { plain } from '../collectors/plain.js';
+import { bounded, plain } from '../collectors/plain.js';
 import { describeException, type ExceptionData } from '../errors/describe.js';
 import type { ResolvedOptions } from '../options.js';
 import type { LogLine, RequestContext, Span } from './context.js';
@@ -37,8 +37,10 @@ export interface Snapshot {
     httpVersion: string;
     headers: Record<string, unknown>;
     query: unknown;
-    /** What a body parser made of the body (req.body), when it is not bytes or text. */
+    /** What a body parser made of the body (req.body), when it is not bytes or text: a bounded copy. */
     body?: unknown;
+    /** The copy of body left out what did not fit in bodyLimit. */
+    bodyCut?: boolean;
     rawBody?: RawBody;
     secure: boolean;
     remoteAddress?: string;
@@ -65,13 +67,17 @@ export interface Snapshot {
  * thread per object and per key. snapshotOf() makes the Snapshot from it, in the writer.
  */
 export interface Captured extends Pick<Snapshot, 'token' | 'parent' | 'time' | 'duration' | 'ttfb' | 'rss' | 'aborted' | 'ip'> {
+  /** Roughly what this capture holds, in bytes: the writer's backlog is bounded by it. */
+  size: number;
   origin: string;
   method: string;
   url: string;
   httpVersion: string;
-  headers: Record<string, unknown>;
+  /** The request's headers as the client sent them (req.rawHeaders): names and values in turn. */
+  rawHeaders: string[];
   query?: unknown;
   body?: unknown;
+  bodyCut?: boolean;
   rawBody?: WireBody;
   secure: boolean;
   remoteAddress?: string;
@@ -103,7 +109,9 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
   const url = req.originalUrl ?? req.url ?? '/';
   const body = req.body as unknown;
   const remoteAddress = req.socket?.remoteAddress;
+  const head = typeof res._header === 'string' ? res._header : res.getHeaders();
   const c: Captured = {
+    size: 0,
     token: ctx.token,
     parent: ctx.parent,
     time: ctx.time,
@@ -116,33 +124,64 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     method: req.method ?? 'GET',
     url,
     httpVersion: req.httpVersion,
-    headers: req.headers,
-    query: url.includes('?') ? queryOf(req) : undefined,
+    rawHeaders: req.rawHeaders,
+    query: url.includes('?') ? plain(queryOf(req), QUERY_BUDGET) : undefined,
     body: undefined,
+    bodyCut: undefined,
     rawBody: undefined,
     secure: Boolean((req.socket as TLSSocket | undefined)?.encrypted),
     remoteAddress,
     status: res.statusCode,
     statusMessage: res.statusMessage,
-    head: typeof res._header === 'string' ? res._header : res.getHeaders(),
+    head,
     responseBody: bodyOf(ctx.bodyChunks, ctx.bodySize, limit),
-    route: req.route?.path,
-    params: req.params,
+    route: ctx.route,
+    params: ctx.params === undefined ? undefined : plain(ctx.params, QUERY_BUDGET),
     trail: describeTrail(ctx.trail),
-    logs: ctx.logs.length > 0 ? ctx.logs : undefined,
-    exception: ctx.error === undefined ? undefined : describeException(ctx.error),
+    logs: undefined,
+    exception: exceptionOf(ctx),
     extra: undefined,
     extraErrors: undefined,
   };
+  let size = 1024 + url.length + c.responseBody.text.length + (typeof head === 'string' ? head.length : 0);
+  for (const h of c.rawHeaders) size += h.length;
   if (typeof body === 'string') c.rawBody = wire(body, Buffer.byteLength(body), limit);
-  else if (Buffer.isBuffer(body)) c.rawBody = wire(body, body.length, limit);
-  else c.body = body;
+  else if (ArrayBuffer.isView(body)) c.rawBody = wire(body, body.byteLength, limit);
+  else if (body !== undefined) {
+    // A parsed body is cut here, to about bodyLimit: a huge one must not cross to the writer whole.
+    const copy = bounded(body, limit);
+    c.body = copy.value;
+    if (copy.cut) c.bodyCut = true;
+    size += copy.size;
+  }
+  size += c.rawBody?.text.length ?? 0;
+  if (ctx.logs.length > 0) {
+    // Log contexts are the app's live objects: copied now, bounded, as they were when the request finished.
+    c.logs = ctx.logs.map((line) => {
+      size += 64 + line.message.length;
+      if (line.context === undefined) return line;
+      const context = bounded(line.context, LOG_CONTEXT_BUDGET);
+      size += context.size;
+      return { ...line, context: context.value };
+    });
+  }
+  if (c.exception) for (const e of c.exception.chain) size += 256 + e.message.length + e.stack.length + e.frames.length * 128;
   if (own.length > 0) {
     c.extra = {};
     const failed = collectEach(own, (collector) => collector.collect(ctx, options), c.extra, tell);
     if (failed) c.extraErrors = failed;
   }
+  c.size = size;
   return c;
+}
+
+const QUERY_BUDGET = 16 * 1024;
+const LOG_CONTEXT_BUDGET = 16 * 1024;
+
+function exceptionOf(ctx: RequestContext): ExceptionData | undefined {
+  if (ctx.error === undefined) return undefined;
+  if (ctx.described?.error === ctx.error) return ctx.described.data;
+  return describeException(ctx.error, { excerpts: false });
 }
 
 /** The Snapshot the core panels read, from what the request's thread captured. Runs in the writer. */
@@ -151,13 +190,16 @@ export function snapshotOf(c: Captured): Snapshot {
     method: c.method,
     url: c.url,
     httpVersion: c.httpVersion,
-    headers: c.headers,
+    headers: headersFrom(c.rawHeaders),
     query: c.query ?? {},
     secure: c.secure,
     remoteAddress: c.remoteAddress,
   };
   if (c.rawBody !== undefined) request.rawBody = rawOf(c.rawBody);
-  else if (c.body !== undefined) request.body = c.body;
+  else if (c.body !== undefined) {
+    request.body = c.body;
+    if (c.bodyCut) request.bodyCut = true;
+  }
   return {
     token: c.token,
     parent: c.parent,
@@ -187,12 +229,23 @@ export function snapshotOf(c: Captured): Snapshot {
 
 /** The headers of a response head ("HTTP/1.1 200 OK\r\nName: value\r\n...\r\n\r\n"), names in lower case, repeats as arrays. */
 export function headersOf(head: string): Record<string, unknown> {
-  const headers: Record<string, unknown> = {};
+  const pairs: string[] = [];
   for (const line of head.split('\r\n').slice(1)) {
     const colon = line.indexOf(':');
-    if (colon <= 0) continue;
-    const name = line.slice(0, colon).toLowerCase();
-    const value = line.slice(colon + 1).trim();
+    if (colon > 0) pairs.push(line.slice(0, colon), line.slice(colon + 1).trim());
+  }
+  return headersFrom(pairs);
+}
+
+/**
+ * Headers from [name, value, name, value, ...]: names in lower case, repeats as arrays, in an
+ * object without a prototype, so that `constructor` or `__proto__` are headers like any other.
+ */
+export function headersFrom(pairs: string[]): Record<string, unknown> {
+  const headers = Object.create(null) as Record<string, unknown>;
+  for (let i = 0; i + 1 < pairs.length; i += 2) {
+    const name = String(pairs[i]).toLowerCase();
+    const value = String(pairs[i + 1]);
     const seen = headers[name];
     if (seen === undefined) headers[name] = value;
     else if (Array.isArray(seen)) seen.push(value);
@@ -202,19 +255,11 @@ export function headersOf(head: string): Record<string, unknown> {
 }
 
 /**
- * The same capture with every value an app handed us (bodies, query, params, log context, its
- * own panels) made plain: for the rare one that holds something a thread cannot be sent, such
- * as a function or a socket.
+ * The same capture with the app's own panels made plain: for the rare one that holds something a
+ * thread cannot be sent, such as a function or a socket. Everything else was copied plain already.
  */
 export function sendable(c: Captured): Captured {
-  return {
-    ...c,
-    query: plain(c.query),
-    body: plain(c.body),
-    params: plain(c.params),
-    logs: c.logs?.map((line) => (line.context === undefined ? line : { ...line, context: plain(line.context) })),
-    extra: c.extra && (plain(c.extra) as Record<string, unknown>),
-  };
+  return { ...c, extra: c.extra && (plain(c.extra) as Record<string, unknown>) };
 }
 
 /**
@@ -228,10 +273,11 @@ export interface WireBody {
   size: number;
 }
 
-function wire(value: string | Buffer, size: number, limit: number): WireBody {
-  return typeof value === 'string'
-    ? { text: value.slice(0, limit + 1), bytes: false, size }
-    : { text: value.toString('latin1', 0, limit + 1), bytes: true, size };
+function wire(value: string | ArrayBufferView, size: number, limit: number): WireBody {
+  if (typeof value === 'string') return { text: value.slice(0, limit + 1), bytes: false, size };
+  // Any view (Uint8Array from fetch, a DataView...) is bytes: read through a Buffer over the same memory.
+  const bytes = Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  return { text: bytes.toString('latin1', 0, limit + 1), bytes: true, size };
 }
 
 const rawOf = (w: WireBody): RawBody => ({ bytes: w.bytes ? Buffer.from(w.text, 'latin1') : w.text, size: w.size });

@@ -20,3 +20,33 @@ export interface Profile extends ProfileSummary {
   /** Collectors that threw, by id, with their message: the panel says so instead of vanishing. */
   collectorErrors?: Record<string, string>;
 }
+
+/** A profile ready for storage: its summary columns, and its panels as JSON. */
+export interface StoredProfile {
+  summary: ProfileSummary;
+  data: string;
+}
+
+/**
+ * Serialise one profile alone. A panel that cannot be serialised (a BigInt, a cycle, a getter that
+ * throws, in an app's own panel) is replaced by a note of why: it costs its own data only, never
+ * the profile, and never the batch it is written with.
+ */
+export function serialise(profile: Profile): StoredProfile {
+  const { collectors, collectorErrors, ...summary } = profile;
+  try {
+    return { summary, data: JSON.stringify({ collectors, collectorErrors }) };
+  } catch {
+    const kept: Record<string, unknown> = {};
+    const errors: Record<string, string> = { ...collectorErrors };
+    for (const [id, data] of Object.entries(collectors)) {
+      try {
+        JSON.stringify(data);
+        kept[id] = data;
+      } catch (err) {
+        errors[id] = `its data could not be stored: ${(err as Error)?.message ?? err}`;
+      }
+    }
+    return { summary, data: JSON.stringify({ collectors: kept, collectorErrors: errors }) };
+  }
+}

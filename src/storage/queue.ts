@@ -1,4 +1,4 @@
-import type { Profile } from './profile.js';
+import { serialise, type Profile, type StoredProfile } from './profile.js';
 import { StoreHandle } from './store-handle.js';
 import { isCorruption, ProfileStore } from './store.js';
 import type { TokenBitmap } from './token-bitmap.js';
@@ -10,8 +10,9 @@ export interface QueueOptions {
   flushInterval: number;
 }
 
-/** Most profiles waiting for a store that cannot take them (locked, missing, full); beyond it the oldest go, counted. */
+/** Most profiles, and most bytes of them, waiting for a store that cannot take them (locked, missing, full); beyond either the oldest go, counted. */
 const MAX_WAITING = 20_000;
+const MAX_WAITING_BYTES = 48 * 1024 * 1024;
 const RETRY_AFTER_MS = 2_000;
 const BATCH = 1_000;
 /** Age pruning scans by time: once a second is plenty. Count pruning is checked on every write. */
@@ -24,7 +25,8 @@ const AGE_PRUNE_EVERY_MS = 1_000;
  */
 export class WriteQueue<T> {
   private pending: T[] = [];
-  private built: Profile[] = [];
+  private built: StoredProfile[] = [];
+  private builtBytes = 0;
   private lastSeenId = 0;
   private nextAgePrune = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -32,8 +34,8 @@ export class WriteQueue<T> {
   private dropped = 0;
   private closed = false;
   private morePrune = false;
-  /** The trouble last told: each is said once per episode, and its end is said too. */
-  private trouble: string | undefined;
+  /** The troubles told in this episode: each is said once, however they alternate, and the episode's end is said too. */
+  private troubles = new Set<string>();
 
   constructor(
     private readonly options: QueueOptions,
@@ -41,6 +43,9 @@ export class WriteQueue<T> {
     private readonly taken: TokenBitmap,
     private readonly build: (item: T) => Profile,
     private readonly onError: (message: string) => void,
+    /** Told of bytes entering (positive) and leaving (negative) what waits: items as they are weighed, profiles as they are serialised. */
+    private readonly account: (bytes: number) => void = () => {},
+    private readonly weigh: (item: T) => number = () => 0,
   ) {
     this.handle = new StoreHandle(options.database, (m) => this.tell(m), (store) => {
       this.lastSeenId = 0;
@@ -50,8 +55,10 @@ export class WriteQueue<T> {
   }
 
   private tell(message: string): void {
-    if (message === this.trouble) return;
-    this.trouble = message;
+    // "dropped so far" counts change: the first such line of an episode stands for the others.
+    const key = message.replace(/\d+/g, '#');
+    if (this.troubles.has(key)) return;
+    this.troubles.add(key);
     this.onError(message);
   }
 
@@ -94,10 +101,23 @@ export class WriteQueue<T> {
     }
     const items = this.pending;
     this.pending = [];
-    for (const item of items) this.built.push(this.build(item));
-    if (this.built.length > MAX_WAITING) {
-      const over = this.built.length - MAX_WAITING;
-      for (const p of this.built.splice(0, over)) this.taken.delete(p.token);
+    for (const item of items) {
+      const row = serialise(this.build(item));
+      this.account(row.data.length - this.weigh(item));
+      this.built.push(row);
+      this.builtBytes += row.data.length;
+    }
+    let over = 0;
+    while (this.built.length - over > MAX_WAITING || (this.builtBytes > MAX_WAITING_BYTES && over < this.built.length)) {
+      this.builtBytes -= this.built[over].data.length;
+      over++;
+    }
+    if (over > 0) {
+      const gone = this.built.splice(0, over);
+      for (const row of gone) {
+        this.taken.delete(row.summary.token);
+        this.account(-row.data.length);
+      }
       this.dropped += over;
       this.tell(`profiler storage is behind: ${this.dropped} profiles dropped so far`);
     }
@@ -109,14 +129,16 @@ export class WriteQueue<T> {
     if (!store) return this.retryLater();
     const batch = this.built;
     try {
-      store.insert(batch);
+      store.insertSerialised(batch);
     } catch (err) {
       this.storageFailed(store, err);
       return this.retryLater();
     }
     this.built = [];
-    if (this.trouble !== undefined) {
-      this.trouble = undefined;
+    this.account(-this.builtBytes);
+    this.builtBytes = 0;
+    if (this.troubles.size > 0) {
+      this.troubles.clear();
       this.onError(`profiler storage is writable again: ${batch.length} waiting profiles written`);
     }
     try {

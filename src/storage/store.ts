@@ -1,8 +1,8 @@
 import Database from 'better-sqlite3';
-import { mkdirSync, renameSync, existsSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
-import type { Profile, ProfileSummary } from './profile.js';
+import { serialise, type Profile, type ProfileSummary, type StoredProfile } from './profile.js';
 import { migrate } from './schema.js';
 
 export interface SearchFilter {
@@ -68,7 +68,7 @@ export class ProfileStore {
 
   /** Open (creating and migrating) the file; a file that is not a database is moved aside first. */
   static open(file: string): ProfileStore {
-    if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
+    if (file !== ':memory:') ownOnly(file);
     try {
       return ProfileStore.openAs(file);
     } catch (err) {
@@ -103,23 +103,28 @@ export class ProfileStore {
     }
   }
 
+  /** Write profiles in one transaction (each serialised alone: see serialise()). */
+  insert(profiles: Profile[]): void {
+    this.insertSerialised(profiles.map(serialise));
+  }
+
   /**
    * Write a batch in one transaction. Another process may have taken a token meanwhile (a race of
    * milliseconds): that profile is kept under the token with characters appended, never dropped.
    */
-  insert(profiles: Profile[]): void {
-    this.db.transaction((batch: Profile[]) => {
-      for (const profile of batch) {
-        const { collectors, collectorErrors, ...summary } = profile;
+  insertSerialised(rows: StoredProfile[]): void {
+    this.db.transaction((batch: StoredProfile[]) => {
+      for (const row of batch) {
+        const summary = { ...row.summary };
         let result = this.stmts.insert.run(summary);
         while (result.changes === 0 && summary.token.length < 32) {
           summary.token += '0';
           result = this.stmts.insert.run(summary);
         }
-        const [encoding, data] = encode(JSON.stringify({ collectors, collectorErrors }));
+        const [encoding, data] = encode(row.data);
         this.stmts.insertData.run(result.lastInsertRowid, encoding, data);
       }
-    }).immediate(profiles);
+    }).immediate(rows);
   }
 
   /** Tokens stored after row `id`, with their row ids: all of them from 0, or what others wrote since. */
@@ -175,11 +180,18 @@ export class ProfileStore {
     return maxAge === undefined ? [] : (this.stmts.pruneAge.all(now - maxAge) as string[]);
   }
 
-  /** Delete profiles older than `before` (epoch ms), or all of them. Returns how many went. */
+  /**
+   * Delete profiles older than `before` (epoch ms), or all of them, and their bytes with them:
+   * secure_delete zeroes what is deleted, VACUUM rewrites the file without the free pages, and the
+   * checkpoint empties the WAL. Returns how many went.
+   */
   purge(before?: number): number {
+    this.db.pragma('secure_delete = ON');
     const changes = before === undefined
       ? this.db.prepare('DELETE FROM profiles').run().changes
       : this.db.prepare('DELETE FROM profiles WHERE time < ?').run(before).changes;
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    this.db.exec('VACUUM');
     this.db.pragma('wal_checkpoint(TRUNCATE)');
     return changes;
   }
@@ -193,6 +205,22 @@ export class ProfileStore {
 
   close(): void {
     if (this.db.open) this.db.close();
+  }
+}
+
+/**
+ * Profiles hold what requests carried: the file is its owner's alone (0600, in a 0700 directory
+ * when we make it). SQLite gives the WAL and SHM files the database file's mode.
+ */
+function ownOnly(file: string): void {
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600));
+  for (const suffix of ['', '-wal', '-shm']) {
+    try {
+      chmodSync(file + suffix, 0o600);
+    } catch {
+      // Not there yet, or not ours to change: SQLite then says what it can do with it.
+    }
   }
 }
 

@@ -7,7 +7,7 @@ export type WriterOptions = QueueOptions & PanelOptions;
 
 /** Messages to the writer thread. Those with a seq are answered, and the caller waits. */
 export type ToWriter =
-  | { type: 'open'; id: number; seq: number; options: WriterOptions; bits: SharedArrayBuffer }
+  | { type: 'open'; id: number; options: WriterOptions; bits: SharedArrayBuffer }
   | { type: 'profiles'; id: number; items: Captured[] }
   | { type: 'flush'; id: number; seq: number }
   | { type: 'close'; id: number; seq: number };
@@ -16,3 +16,13 @@ export type ToWriter =
 export type FromWriter =
   | { type: 'reply'; seq: number; value: number }
   | { type: 'notice'; id: number; message: string };
+
+/** Slots of the Int32Array the two threads share. */
+export const SIGNAL = {
+  /** The sequence number of the last call answered. */
+  reply: 0,
+  /** 1 once the thread runs. */
+  ready: 1,
+  /** Bytes waiting for the thread: added as captures are handed over, taken back as they are stored or dropped. */
+  backlog: 2,
+} as const;

@@ -6,7 +6,7 @@ import { corePanels } from '../collectors/index.js';
 import { snapshotOf, type Captured } from '../recording/snapshot.js';
 import { WriteQueue } from './queue.js';
 import { TokenBitmap } from './token-bitmap.js';
-import type { FromWriter, ToWriter } from './writer-protocol.js';
+import { SIGNAL, type FromWriter, type ToWriter } from './writer-protocol.js';
 
 const { port, signal } = workerData as { port: MessagePort; signal: Int32Array };
 const queues = new Map<number, WriteQueue<Captured>>();
@@ -16,9 +16,12 @@ const send = (message: FromWriter) => port.postMessage(message);
 /** Answer a call: the reply first, then the signal that wakes the caller to read it. */
 function reply(seq: number, value: number): void {
   send({ type: 'reply', seq, value });
-  Atomics.store(signal, 0, seq);
-  Atomics.notify(signal, 0);
+  Atomics.store(signal, SIGNAL.reply, seq);
+  Atomics.notify(signal, SIGNAL.reply);
 }
+
+const account = (bytes: number) => Atomics.add(signal, SIGNAL.backlog, bytes);
+const weigh = (c: Captured) => c.size;
 
 port.on('message', (msg: ToWriter) => {
   try {
@@ -36,11 +39,15 @@ function handle(msg: ToWriter): void {
       const tell = (message: string) => send({ type: 'notice', id: msg.id, message });
       const tellPanel = onceEach(tell);
       const { options } = msg;
-      queues.set(msg.id, new WriteQueue(options, new TokenBitmap(msg.bits), (c: Captured) => buildProfile(snapshotOf(c), corePanels, options, tellPanel), tell));
-      return reply(msg.seq, 0);
+      queues.set(msg.id, new WriteQueue(options, new TokenBitmap(msg.bits), (c: Captured) => buildProfile(snapshotOf(c), corePanels, options, tellPanel), tell, account, weigh));
+      return;
     }
-    case 'profiles':
-      return queues.get(msg.id)?.push(msg.items);
+    case 'profiles': {
+      const queue = queues.get(msg.id);
+      if (queue) return queue.push(msg.items);
+      for (const item of msg.items) account(-item.size);
+      return;
+    }
     case 'flush':
       return reply(msg.seq, queues.get(msg.id)?.flush() ?? 0);
     case 'close':
@@ -49,3 +56,7 @@ function handle(msg: ToWriter): void {
       return reply(msg.seq, 0);
   }
 }
+
+// Running: a flush() or close() that waits for a starting thread may go on.
+Atomics.store(signal, SIGNAL.ready, 1);
+Atomics.notify(signal, SIGNAL.ready);

@@ -1,7 +1,9 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { sendable, type Captured } from '../recording/snapshot.js';
 import { TokenBitmap } from './token-bitmap.js';
-import type { FromWriter, ToWriter, WriterOptions } from './writer-protocol.js';
+import { SIGNAL, type FromWriter, type ToWriter, type WriterOptions } from './writer-protocol.js';
 
 /**
  * Snapshots wait on the request's thread at most this long, or until this many wait: short, so
@@ -11,6 +13,13 @@ const HANDOFF_MS = 10;
 const HANDOFF_BATCH = 256;
 /** A call the thread does not answer in this time (it died, or is stuck) gives up rather than hang the app. */
 const CALL_TIMEOUT_MS = 10_000;
+/** An explicit flush() or close() waits this long at most for a thread that is still starting. */
+const READY_TIMEOUT_MS = 5_000;
+/** What may wait for the writer, in bytes (captures on their way and profiles it could not store yet); beyond it new requests are not recorded, and counted. */
+export const MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
+/** A thread that cannot start is tried again after 0.5, 1 and 2 s; then recording stops. */
+const START_ATTEMPTS = 4;
+const RETRY_BASE_MS = 500;
 
 /** Vitest runs the TypeScript sources; the thread always runs the built JavaScript (npm test builds first). */
 const SCRIPT = import.meta.url.endsWith('.ts')
@@ -18,58 +27,114 @@ const SCRIPT = import.meta.url.endsWith('.ts')
   : new URL('./writer-thread.js', import.meta.url);
 
 type Open = Extract<ToWriter, { type: 'open' }>;
-type Call = Exclude<ToWriter, { type: 'profiles' }>;
+type Call = Exclude<ToWriter, { type: 'profiles' | 'open' }>;
 type Unsent<T> = T extends unknown ? Omit<T, 'seq'> : never;
 
-/** The one writer thread of this process, shared by its profilers; started on demand, again if it dies. */
+/**
+ * The one writer thread of this process, shared by its profilers; started on demand, again if it
+ * dies. Nothing here ever waits for it on a request: posting is all a request does.
+ */
 class WriterThread {
   private worker: Worker | undefined;
   private port: MessagePort | undefined;
-  private readonly signal = new Int32Array(new SharedArrayBuffer(4));
+  /** Shared with the thread: the last answered call, whether it is running, the backlog in bytes. */
+  readonly signal = new Int32Array(new SharedArrayBuffer(4 * 3));
   private seq = 0;
-  private readonly profilers = new Map<number, { open: Unsent<Open>; tell: (message: string) => void }>();
+  private failures = 0;
+  private retry: NodeJS.Timeout | undefined;
+  /** Set once the thread could not be started, however often it was tried: recording stops. */
+  stopped = false;
+  private readonly profilers = new Map<number, { open: Open; tell: (message: string) => void }>();
 
-  private start(): MessagePort {
+  private start(): MessagePort | undefined {
+    if (this.stopped || this.retry) return undefined;
+    if (!existsSync(SCRIPT)) {
+      this.cannotStart(`its script ${fileURLToPath(SCRIPT)} is missing (a bundle must ship it beside the profiler's code)`);
+      return undefined;
+    }
     const { port1, port2 } = new MessageChannel();
-    const worker = new Worker(SCRIPT, { workerData: { port: port2, signal: this.signal }, transferList: [port2] });
+    Atomics.store(this.signal, SIGNAL.ready, 0);
+    let worker: Worker;
+    try {
+      // Its own (empty) execArgv: the app's flags (--input-type, loaders, -e) are not the writer's.
+      worker = new Worker(SCRIPT, { execArgv: [], workerData: { port: port2, signal: this.signal }, transferList: [port2] });
+    } catch (err) {
+      this.cannotStart((err as Error).message);
+      return undefined;
+    }
     worker.unref();
     port1.on('message', (m: FromWriter) => this.receive(m));
     port1.unref();
-    worker.on('error', (err) => this.lost(worker, `profiler writer thread failed: ${err.message}`));
-    worker.on('exit', (code) => this.lost(worker, `profiler writer thread exited (code ${code})`));
+    worker.on('error', (err) => this.lost(worker, `failed: ${err.message}`));
+    worker.on('exit', (code) => this.lost(worker, `exited (code ${code})`));
     this.worker = worker;
     this.port = port1;
-    // After a crash: the profilers it served open their files again.
-    for (const { open } of this.profilers.values()) this.call(open);
+    // At start, and after a crash: the profilers it serves open their files.
+    for (const { open } of this.profilers.values()) port1.postMessage(open);
     return port1;
   }
 
-  private lost(worker: Worker, message: string): void {
+  private get ready(): boolean {
+    return Atomics.load(this.signal, SIGNAL.ready) === 1;
+  }
+
+  private lost(worker: Worker, how: string): void {
     if (worker !== this.worker) return;
+    const wasReady = this.ready;
     this.worker = undefined;
     this.port?.close();
     this.port = undefined;
-    for (const { tell } of this.profilers.values()) tell(`${message}; profiles not yet written are lost, a new thread takes over`);
+    // What it held is gone with it.
+    Atomics.store(this.signal, SIGNAL.backlog, 0);
+    if (!wasReady) return this.cannotStart(how);
+    this.failures = 0;
+    for (const { tell } of this.profilers.values()) tell(`profiler writer thread ${how}; profiles not yet written are lost, a new thread takes over`);
+  }
+
+  /** Back off and try again, a few times; then stop recording, and say so once. */
+  private cannotStart(why: string): void {
+    this.failures++;
+    if (this.failures < START_ATTEMPTS) {
+      this.retry = setTimeout(() => {
+        this.retry = undefined;
+        if (this.profilers.size > 0) this.start();
+      }, RETRY_BASE_MS * 2 ** (this.failures - 1)).unref();
+      return;
+    }
+    this.stopped = true;
+    for (const { tell } of this.profilers.values()) tell(`profiler writer thread cannot start (${why}); recording stopped, the app is served as usual`);
   }
 
   private receive(m: FromWriter): void {
-    // A reply nobody waits for any more (its call timed out) has nothing left to do.
+    // A reply nobody waits for any more (its call timed out, or an open) has nothing left to do.
     if (m.type === 'notice') this.profilers.get(m.id)?.tell(m.message);
   }
 
-  open(open: Unsent<Open>, tell: (message: string) => void): void {
+  open(open: Open, tell: (message: string) => void): void {
     this.profilers.set(open.id, { open, tell });
-    if (this.port) this.call(open);
+    if (this.port) this.port.postMessage(open);
     else this.start();
+  }
+
+  /** The bytes waiting for the thread, ours and every profiler's of this process. */
+  get backlog(): number {
+    return Atomics.load(this.signal, SIGNAL.backlog);
   }
 
   post(id: number, items: Captured[]): void {
     const port = this.port ?? this.start();
+    if (!port) {
+      // Not running (starting again after a failure, or stopped): these are not recorded.
+      let bytes = 0;
+      for (const item of items) bytes += item.size;
+      Atomics.sub(this.signal, SIGNAL.backlog, bytes);
+      return;
+    }
     try {
       port.postMessage({ type: 'profiles', id, items } satisfies ToWriter);
     } catch {
-      // Something in a snapshot cannot cross to a thread (a function, a socket in a body or a log
-      // line): those snapshots go as plain copies, the others as they are.
+      // Something an app's own panel returned cannot cross to a thread (a function, a socket):
+      // those snapshots go as plain copies, the others as they are.
       for (const item of items) {
         try {
           port.postMessage({ type: 'profiles', id, items: [item] } satisfies ToWriter);
@@ -81,12 +146,17 @@ class WriterThread {
   }
 
   /**
-   * Send and wait for the answer: the thread stores the sequence number in `signal` once its reply
-   * is posted, and the reply is then read straight off the port. Notices met on the way are told
-   * in order, so trouble found by a flush is heard before flush() returns.
+   * Send and wait for the answer: for flush() and close(), which an app calls itself, never a
+   * request. The thread stores the sequence number in the signal once its reply is posted, and
+   * the reply is then read straight off the port. Notices met on the way are told in order.
    */
   call(msg: Unsent<Call>): number {
     const port = this.port ?? this.start();
+    if (!port) return 0;
+    if (!this.ready && Atomics.wait(this.signal, SIGNAL.ready, 0, READY_TIMEOUT_MS) === 'timed-out') {
+      this.profilers.get(msg.id)?.tell(`profiler writer thread did not start within ${READY_TIMEOUT_MS} ms`);
+      return 0;
+    }
     const seq = ++this.seq;
     port.postMessage({ ...msg, seq } as ToWriter);
     const deadline = Date.now() + CALL_TIMEOUT_MS;
@@ -96,20 +166,23 @@ class WriterThread {
         if (message.type === 'reply' && message.seq === seq) return message.value;
         this.receive(message);
       }
-      const seen = Atomics.load(this.signal, 0);
+      const seen = Atomics.load(this.signal, SIGNAL.reply);
       const left = deadline - Date.now();
       if (left <= 0) {
         this.profilers.get(msg.id)?.tell(`profiler writer thread did not answer "${msg.type}" within ${CALL_TIMEOUT_MS} ms`);
         return 0;
       }
-      if (seen < seq) Atomics.wait(this.signal, 0, seen, left);
+      if (seen < seq) Atomics.wait(this.signal, SIGNAL.reply, seen, left);
     }
   }
 
   /** A profiler closed: the last one out stops the thread. */
   forget(id: number): void {
     this.profilers.delete(id);
-    if (this.profilers.size > 0 || !this.worker) return;
+    if (this.profilers.size > 0) return;
+    clearTimeout(this.retry);
+    this.retry = undefined;
+    if (!this.worker) return;
     const worker = this.worker;
     this.worker = undefined;
     this.port?.close();
@@ -122,7 +195,7 @@ let thread: WriterThread | undefined;
 let nextId = 1;
 
 /**
- * One profiler's side of the writer thread: snapshots are handed over in small batches, flush()
+ * One profiler's side of the writer thread: snapshots are handed over in small batches; flush()
  * and close() wait for the thread. The token bitmap is shared with it: tokens drawn here are
  * marked here, tokens stored by other processes or pruned are marked there.
  */
@@ -131,23 +204,41 @@ export class ProfileWriter {
   private pending: Captured[] = [];
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Requests not recorded because the backlog was full, in this episode. */
+  private refused = 0;
   private readonly id = nextId++;
   private readonly thread = (thread ??= new WriterThread());
   private readonly handoffLater = () => this.handoff();
 
-  /** Opens the store in the thread and waits for it: tokens already stored are known before the first request. */
-  constructor(options: WriterOptions, tell: (message: string) => void) {
+  /** Asks the thread to open the store, without waiting for it. */
+  constructor(options: WriterOptions, private readonly tell: (message: string) => void) {
     this.thread.open({ type: 'open', id: this.id, options, bits: this.taken.buffer }, tell);
   }
 
+  /** The thread could not be started: requests are not recorded any more. */
+  get stopped(): boolean {
+    return this.thread.stopped;
+  }
+
   push(snapshot: Captured): void {
-    if (this.closed) return;
+    if (this.closed || this.thread.stopped) return;
+    const backlog = this.thread.backlog;
+    if (backlog + snapshot.size > MAX_BACKLOG_BYTES) {
+      if (this.refused++ === 0) this.tell(`profiler writer is behind (${MAX_BACKLOG_BYTES / 1024 / 1024} MiB waiting): requests are served but not recorded until it catches up`);
+      return;
+    }
+    if (this.refused > 0 && backlog < MAX_BACKLOG_BYTES / 2) {
+      this.tell(`profiler writer caught up; ${this.refused} requests were not recorded meanwhile`);
+      this.refused = 0;
+    }
+    Atomics.add(this.thread.signal, SIGNAL.backlog, snapshot.size);
     this.pending.push(snapshot);
     if (this.pending.length >= HANDOFF_BATCH) this.handoff();
     else this.timer ??= setTimeout(this.handoffLater, HANDOFF_MS).unref();
   }
 
-  private handoff(): void {
+  /** Hand what waits to the thread now, without waiting for it to be written. */
+  handoff(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
     if (this.pending.length === 0) return;

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { ResolvedOptions } from '../options.js';
 
 export const SECRET_COOKIE = 'web_profiler_secret';
@@ -11,69 +11,102 @@ export type Verdict = { ok: true } | { ok: false; reason: string };
 const LOOPBACK_ADDRESS = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 const LOOPBACK_HOST = /^(localhost|[^.]+\.localhost|127\.\d+\.\d+\.\d+|\[::1\])$/i;
 
+/**
+ * Headers a proxy adds on behalf of the client it forwards. A request carrying any of them came
+ * through something else on this machine, so its loopback peer address says nothing of the client.
+ */
+export const PROXY_HEADERS = [
+  'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip', 'via',
+  'x-client-ip', 'true-client-ip', 'cf-connecting-ip', 'x-cluster-client-ip', 'fastly-client-ip', 'x-original-forwarded-for',
+];
+
 /** The socket's peer, not req.ip: X-Forwarded-For is whatever the client wrote. */
 export const isLoopbackClient = (req: Request): boolean => LOOPBACK_ADDRESS.test(req.socket?.remoteAddress ?? '');
 
+const isProxied = (req: Request): boolean => PROXY_HEADERS.some((name) => req.headers[name] !== undefined);
+
 const hostName = (req: Request) => (req.headers.host ?? '').toLowerCase().replace(/:\d+$/, '');
 
+const OK: Verdict = { ok: true };
+
 /**
- * Who may see profiles. A user's authorize() decides alone. Otherwise: loopback clients, reached
- * through a loopback or allowed host name (a page on a rebinding domain sends its own Host), or any
- * client presenting the secret.
+ * Who may see profiles. A user's authorize() decides alone, and only `true` (or a promise of it)
+ * lets a request in. Otherwise: any client presenting the secret, or a plainly local one: a
+ * loopback peer, reached through a loopback or allowed host name (a page on a rebinding domain
+ * sends its own Host), that did not come through a proxy.
  */
-export function checkAccess(req: Request, options: ResolvedOptions): Verdict {
-  if (options.authorize) {
-    try {
-      return options.authorize(req) ? { ok: true } : { ok: false, reason: 'The profiler refused this request (authorize).' };
-    } catch {
-      return { ok: false, reason: 'The profiler refused this request (authorize threw).' };
-    }
-  }
-  if (options.secret && presentedSecret(req, options.secret)) return { ok: true };
+export function checkAccess(req: Request, options: ResolvedOptions): Verdict | Promise<Verdict> {
+  if (options.authorize) return byAuthorize(req, options.authorize);
+  if (options.secret && presentedSecret(req, options.secret)) return OK;
+  const how = options.secret ? 'present its secret' : 'set WEB_PROFILER_SECRET (or the secret option) and present it';
   if (!isLoopbackClient(req)) {
-    return { ok: false, reason: options.secret
-      ? 'The profiler answers loopback clients, and others that present its secret.'
-      : 'The profiler answers loopback clients only. Set WEB_PROFILER_SECRET (or the secret option) to let others in.' };
+    return { ok: false, reason: `The profiler answers local clients only; others must ${how}.` };
+  }
+  if (isProxied(req)) {
+    return { ok: false, reason: `This request came through a proxy (it carries a Forwarded or X-Forwarded-* header), so it may come from anywhere: ${how}.` };
   }
   const host = hostName(req);
   if (!LOOPBACK_HOST.test(host) && !options.allowedHosts.includes(host)) {
     return { ok: false, reason: `The profiler does not answer to the host name "${host}". Add it to allowedHosts if it is yours.` };
   }
-  return { ok: true };
+  return OK;
+}
+
+const REFUSED: Verdict = { ok: false, reason: 'The profiler refused this request (authorize).' };
+
+async function byAuthorize(req: Request, authorize: NonNullable<ResolvedOptions['authorize']>): Promise<Verdict> {
+  try {
+    return (await authorize(req)) === true ? OK : REFUSED;
+  } catch {
+    return { ok: false, reason: 'The profiler refused this request (authorize threw).' };
+  }
 }
 
 function presentedSecret(req: Request, secret: string): boolean {
-  const query = typeof req.query?.[SECRET_QUERY] === 'string' ? (req.query[SECRET_QUERY] as string) : undefined;
-  const candidates = [req.headers[SECRET_HEADER], cookieValue(req.headers.cookie, SECRET_COOKIE), query];
-  return candidates.some((value) => typeof value === 'string' && sameSecret(value, secret));
+  const header = req.headers[SECRET_HEADER];
+  if (typeof header === 'string' && same(header, secret)) return true;
+  const cookie = cookieValue(req.headers.cookie, SECRET_COOKIE);
+  if (cookie !== undefined && same(cookie, cookieFor(secret))) return true;
+  const query = querySecret(req);
+  return query !== undefined && same(query, secret);
 }
 
+const querySecret = (req: Request): string | undefined => {
+  const value = req.query?.[SECRET_QUERY];
+  return typeof value === 'string' ? value : undefined;
+};
+
 /** Compared through a hash so that neither the length nor the content leaks through timing. */
-function sameSecret(given: string, secret: string): boolean {
+function same(given: string, expected: string): boolean {
   const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(secret).digest();
+  const b = createHash('sha256').update(expected).digest();
   return timingSafeEqual(a, b);
 }
+
+/** What the cookie holds: derived from the secret, so a stolen cookie is not the secret itself. */
+const cookieFor = (secret: string) => createHmac('sha256', secret).update('express-web-profiler access cookie').digest('base64url');
 
 function cookieValue(header: string | undefined, name: string): string | undefined {
   if (!header) return undefined;
   for (const pair of header.split(';')) {
     const eq = pair.indexOf('=');
-    if (eq > 0 && pair.slice(0, eq).trim() === name) {
-      try {
-        return decodeURIComponent(pair.slice(eq + 1).trim());
-      } catch {
-        return undefined;
-      }
-    }
+    if (eq > 0 && pair.slice(0, eq).trim() === name) return pair.slice(eq + 1).trim();
   }
   return undefined;
 }
 
-/** A secret given once in the query becomes a cookie, so links inside the profiler keep working. */
-export function rememberSecret(req: Request, res: Response, options: ResolvedOptions): void {
-  const query = req.query?.[SECRET_QUERY];
-  if (options.secret && typeof query === 'string' && sameSecret(query, options.secret)) {
-    res.append('Set-Cookie', `${SECRET_COOKIE}=${encodeURIComponent(query)}; Path=/; HttpOnly; SameSite=Strict${req.secure ? '; Secure' : ''}`);
-  }
+/**
+ * A secret given once in the query becomes a cookie, and the browser is sent on to the same
+ * address without it, so the secret does not stay in the address bar, the history or a Referer.
+ * Returns true when it answered.
+ */
+export function exchangeQuerySecret(req: Request, res: Response, options: ResolvedOptions): boolean {
+  const query = querySecret(req);
+  if (!options.secret || query === undefined || !same(query, options.secret)) return false;
+  res.append('Set-Cookie', `${SECRET_COOKIE}=${cookieFor(options.secret)}; Path=/; HttpOnly; SameSite=Strict${req.secure ? '; Secure' : ''}`);
+  const url = new URL(req.originalUrl, 'http://x');
+  url.searchParams.delete(SECRET_QUERY);
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.redirect(303, url.pathname + url.search);
+  return true;
 }

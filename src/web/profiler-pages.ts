@@ -5,7 +5,7 @@ import type { ResolvedOptions } from '../options.js';
 import { isToken } from '../recording/token.js';
 import type { Profile } from '../storage/profile.js';
 import type { ProfileStore } from '../storage/store.js';
-import { checkAccess, rememberSecret } from './access.js';
+import { checkAccess, exchangeQuerySecret, type Verdict } from './access.js';
 import { parseSearch } from './search-params.js';
 import { renderToolbar } from './toolbar.js';
 import { sendPage, serverTiming } from './views.js';
@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 
 export interface PagesDeps {
   options: ResolvedOptions;
-  /** The store, after writing whatever waits: a profile asked for right after its request is there. */
+  /** The store as it is: a page never waits for the writer (a profile a few ms old may not be there yet). */
   store(): ProfileStore | undefined;
 }
 
@@ -69,7 +69,8 @@ export function profilerPages(deps: PagesDeps) {
     if (!store) return;
     const profile = store.read(token);
     if (!profile) {
-      return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}". It may have been pruned, or recorded by another server.`, { token });
+      res.setHeader('Retry-After', '1');
+      return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}". A request that has just finished is written within a moment: reload. Otherwise it was pruned, dropped while storage was behind, or recorded by another server.`, { token });
     }
     const panels = menuOf(profile, options.panels);
     const asked = req.query.panel;
@@ -99,6 +100,7 @@ export function profilerPages(deps: PagesDeps) {
 
   return function profilerRoutes(req: Request, res: Response) {
     res.setHeader('X-Robots-Tag', 'noindex');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
     const started = performance.now();
     // Every profiler answer says how long the server took, for devtools and for the bench.
     const writeHead = res.writeHead;
@@ -107,8 +109,16 @@ export function profilerPages(deps: PagesDeps) {
       return (writeHead as (...a: unknown[]) => Response).apply(this, args);
     } as typeof res.writeHead;
     const verdict = checkAccess(req, options);
+    if ('then' in verdict) {
+      verdict.then((v) => route(req, res, v), (err) => fail(req, res, 500, 'Profiler error', String(err)));
+      return;
+    }
+    route(req, res, verdict);
+  };
+
+  function route(req: Request, res: Response, verdict: Verdict) {
     if (!verdict.ok) return fail(req, res, 403, 'Access denied', verdict.reason);
-    rememberSecret(req, res, options);
+    if (exchangeQuerySecret(req, res, options)) return;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('Allow', 'GET, HEAD');
       return fail(req, res, 405, 'Method not allowed', 'The profiler only reads: GET and HEAD.');
@@ -146,7 +156,7 @@ export function profilerPages(deps: PagesDeps) {
     return fail(req, res, 404, 'Profile not found', match
       ? `"${shown}" is not a token: tokens are 6 to 32 lowercase hex characters.`
       : `The profiler has no page at ${shown}.`);
-  };
+  }
 
   function toolbar(req: Request, res: Response, token: string) {
     if (!isToken(token)) return fail(req, res, 404, 'Profile not found', 'Not a token.');
@@ -156,6 +166,8 @@ export function profilerPages(deps: PagesDeps) {
     if (wantsJson(req)) return void res.json(summary);
     res.setHeader('Content-Type', 'text/html; charset=utf-8');
     res.setHeader('Cache-Control', 'no-store');
+    // A fragment for the loader to insert: opened on its own, it may run nothing and be framed by no one.
+    res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'");
     res.end(renderToolbar(summary));
   }
 }

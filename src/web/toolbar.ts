@@ -15,26 +15,34 @@ const snippet = (token: string) =>
 
 /**
  * The body with the toolbar before its last </body>, or undefined to leave it alone: only whole
- * HTML pages get it (no XHR, redirect, attachment, encoded or streamed body), as Symfony does.
+ * HTML pages get it (no XHR, redirect, attachment, encoded, streamed or XHTML body), as Symfony
+ * does. The body changes, so an ETag the app set for it goes; Content-Length follows the new body.
  */
-export function withToolbar(req: IncomingMessage, res: ServerResponse, token: string, chunk: unknown, encoding: unknown): Buffer | undefined {
+export function withToolbar<T extends string | Buffer>(req: IncomingMessage, res: ServerResponse, token: string, body: T, encoding: unknown): T | undefined {
   if (res.headersSent || res.statusCode >= 300 && res.statusCode < 400) return undefined;
-  if (typeof chunk !== 'string' && !Buffer.isBuffer(chunk)) return undefined;
-  if (!String(res.getHeader('content-type') ?? '').includes('html')) return undefined;
+  if (!isHtml(res.getHeader('content-type'))) return undefined;
   // Most responses end here: the cheap tests first, the rarer headers only for a page with a </body>.
-  if (typeof chunk === 'string' && !/<\/body>/i.test(chunk)) return undefined;
-  const body = typeof chunk === 'string' ? Buffer.from(chunk, (encoding as BufferEncoding) || 'utf8') : chunk;
-  const at = lastBodyClose(body);
+  const at = typeof body === 'string' ? lastBodyCloseIn(body) : lastBodyClose(body as Buffer);
   if (at < 0 || res.getHeader('content-encoding')) return undefined;
   if (/attachment/i.test(String(res.getHeader('content-disposition') ?? ''))) return undefined;
   if (req.headers['x-requested-with'] === 'XMLHttpRequest') return undefined;
   // A policy that forbids inline scripts would block the loader: leave such pages (ours included) alone.
   const csp = res.getHeader('content-security-policy');
   if (csp !== undefined && blocksInlineScripts(String(csp))) return undefined;
-  const out = Buffer.concat([body.subarray(0, at), Buffer.from(snippet(token)), body.subarray(at)]);
+  res.removeHeader('ETag');
+  if (typeof body === 'string') {
+    const out = body.slice(0, at) + snippet(token) + body.slice(at);
+    if (res.hasHeader('content-length')) res.setHeader('Content-Length', Buffer.byteLength(out, Buffer.isEncoding(encoding as string) ? (encoding as BufferEncoding) : 'utf8'));
+    return out as T;
+  }
+  const bytes = body as Buffer;
+  const out = Buffer.concat([bytes.subarray(0, at), Buffer.from(snippet(token)), bytes.subarray(at)]);
   if (res.hasHeader('content-length')) res.setHeader('Content-Length', out.length);
-  return out;
+  return out as T;
 }
+
+/** text/html itself: XHTML (application/xhtml+xml) is XML, which an injected <script> may break. */
+const isHtml = (type: unknown) => typeof type === 'string' && /^\s*text\/html\s*(;|$)/i.test(type);
 
 /** The directive that governs <script> elements allows inline ones only with 'unsafe-inline' and no nonce or hash. */
 export function blocksInlineScripts(csp: string): boolean {
@@ -53,4 +61,9 @@ const BODY_CLOSE = [Buffer.from('</body>'), Buffer.from('</BODY>')];
 
 function lastBodyClose(body: Buffer): number {
   return Math.max(body.lastIndexOf(BODY_CLOSE[0]), body.lastIndexOf(BODY_CLOSE[1]));
+}
+
+function lastBodyCloseIn(body: string): number {
+  const at = body.lastIndexOf('</body>');
+  return at >= 0 ? at : body.lastIndexOf('</BODY>');
 }
