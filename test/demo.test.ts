@@ -142,6 +142,7 @@ describe.each(['dev', 'staging', 'prod'] as const)('the observed surface in %s',
       return;
     }
     const token = failed.headers['x-debug-token'] as string;
+    demo.profiler.flush();
     const reply = await call(demo.url, 'GET', `/_profiler/${token}?panel=exception&type=request`, { headers: { 'x-profiler-secret': 'staging-secret' } });
     expect(reply.status).toBe(200);
     expect(reply.body).toContain('SyntaxError');
@@ -202,6 +203,7 @@ describe('the admin interface', () => {
   it('a refused authentication is logged with the client address in its profile', async () => {
     const reply = await call(demo.url, 'POST', '/api/authenticate', { headers: json, body: JSON.stringify({ username: 'eve', password: 'secret-guess' }) });
     const token = reply.headers['x-debug-token'] as string;
+    demo.profiler.flush();
     const logs = JSON.parse((await call(demo.url, 'GET', `/_profiler/${token}?panel=logs`, { headers: { accept: 'application/json' } })).body);
     expect(logs.data.lines).toEqual([expect.objectContaining({ level: 'warn', message: 'Authentication refused', context: { username: 'eve', ip: '127.0.0.1' } })]);
     const request = JSON.parse((await call(demo.url, 'GET', `/_profiler/${token}?panel=request`, { headers: { accept: 'application/json' } })).body);

@@ -170,6 +170,7 @@ describe('exception page', () => {
   it('the profile shows the same exception', async () => {
     const res = await fetch(`${dev.url}/chain`, { headers: text });
     const token = res.headers.get('x-debug-token');
+    dev.profiler.flush();
     const data = await (await fetch(`${dev.url}/_profiler/${token}?panel=exception&type=request`, { headers: json })).json();
     expect(data.data.chain.map((e: { message: string }) => e.message)).toEqual(['could not render the page', 'could not write cache', 'disk quota exceeded']);
     const page = await (await fetch(`${dev.url}/_profiler/${token}?panel=exception&type=request`)).text();

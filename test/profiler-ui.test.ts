@@ -33,6 +33,8 @@ beforeAll(async () => {
   await hit('order', '/api/orders/7?coupon=x', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"qty":2}' });
   await hit('boom', '/boom', { headers: { accept: 'text/plain' } });
   await hit('missing', '/robots.txt', { headers: { accept: 'text/plain' } });
+  // Pages show what is stored, never waiting for the writer.
+  profiler.flush();
 });
 afterAll(() => app.close());
 

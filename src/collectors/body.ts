@@ -38,12 +38,13 @@ export function describeBytes(raw: RawBody, contentType: string | undefined, lim
  * Describe a body a parser turned into a value (req.body from express.json or urlencoded), from
  * the bounded copy the request's thread made: `cut` says that copy left out what did not fit.
  */
-export function describeParsed(value: unknown, cut: boolean, contentType: string | undefined, limit: number, keys: string[]): BodyData | undefined {
+export function describeParsed(value: unknown, cut: boolean, received: number, contentType: string | undefined, limit: number, keys: string[]): BodyData | undefined {
   if (value === undefined) return undefined;
   const redacted = redactValue(value, keys);
   const text = JSON.stringify(redacted) ?? '';
-  const size = Buffer.byteLength(text);
-  if (size <= limit) return { size, contentType, kind: 'json', json: redacted, truncated: cut };
+  // The size is what came over the wire, when the client said; else the size of what the parser made of it.
+  const size = Number.isSafeInteger(received) && received >= 0 ? received : Buffer.byteLength(text);
+  if (text.length <= limit + 16) return { size, contentType, kind: 'json', json: redacted, truncated: cut };
   return { size, contentType, kind: 'text', text: text.slice(0, limit), truncated: true };
 }
 

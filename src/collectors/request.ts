@@ -33,7 +33,7 @@ export const request: CorePanel<RequestData> = {
       query: redactValue(r.query, keys),
       body: r.rawBody
         ? describeBytes(r.rawBody, contentType ?? 'text/plain', options.bodyLimit, keys)
-        : describeParsed(r.body, r.bodyCut === true, contentType, options.bodyLimit, keys),
+        : describeParsed(r.body, r.bodyCut === true, Number(r.headers['content-length']), contentType, options.bodyLimit, keys),
       params: redactValue(s.params, keys),
       headers: redactHeaders(r.headers, keys),
       cookies: cookieNames(cookie === undefined ? undefined : Array.isArray(cookie) ? cookie.join('; ') : String(cookie)),

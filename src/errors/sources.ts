@@ -33,15 +33,18 @@ const SOURCE_FILE = /\.[cm]?[jt]sx?$/;
 /**
  * Whether code may be shown from `file`: only a JavaScript or TypeScript source the process
  * loaded as a module (a CommonJS module in the require cache, an ES module, which V8 names by
- * file: URL, or a source named by a loaded source map), never a dotfile, anything in a dot
- * directory, or a device or kernel file.
+ * file: URL, or a source named by a loaded source map) or, for runners that evaluate sources
+ * themselves (vitest, some TypeScript loaders), one in the app's own directory outside
+ * node_modules; never a dotfile, anything in a dot directory, or a device or kernel file.
  */
 export function isExcerptable(file: string, raw: string, mapped = false): boolean {
   if (!path.isAbsolute(file) || !SOURCE_FILE.test(file)) return false;
   if (file.split(/[\\/]/).some((part) => part.startsWith('.'))) return false;
   if (/^\/(proc|sys|dev)\//.test(file)) return false;
-  return mapped || raw.startsWith('file://') || loadedModules[file] !== undefined;
+  return mapped || raw.startsWith('file://') || loadedModules[file] !== undefined || isAppSource(file);
 }
+
+const isAppSource = (file: string) => file.startsWith(process.cwd() + path.sep) && !/[\\/]node_modules[\\/]/.test(file);
 
 /** Compiled JavaScript shown as its source where the process has a source map for it. */
 export function mapToSource(frame: FrameInfo, raw: string): FrameInfo {

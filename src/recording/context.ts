@@ -52,6 +52,8 @@ export interface RequestContext {
   params: unknown;
   /** The toolbar has been put in the body. */
   toolbar: boolean;
+  /** The body res.send was given, while it sends the same with the toolbar in it. */
+  sending: string | Buffer | undefined;
   bodyChunks: (Buffer | string)[];
   bodyKept: number;
   bodySize: number;

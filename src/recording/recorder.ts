@@ -43,6 +43,7 @@ export function recorder(deps: RecorderDeps) {
       routeLayers: undefined,
       params: undefined,
       toolbar: false,
+      sending: undefined,
       bodyChunks: [],
       bodyKept: 0,
       bodySize: 0,
@@ -130,7 +131,8 @@ function patchPrototypes(req: Request, res: Response) {
   resProto.end = mark(function end(this: Tracked, chunk?: unknown, encoding?: unknown, cb?: unknown) {
     const ctx = this[kContext];
     if (ctx === undefined) return end0.call(this, chunk, encoding, cb);
-    keep(ctx, chunk, encoding);
+    // A body res.send put the toolbar in is kept as the app gave it.
+    keep(ctx, chunk != null && ctx.sending !== undefined ? ctx.sending : chunk, encoding);
     const injected = typeof chunk === 'string' || Buffer.isBuffer(chunk) ? withToolbar(this, ctx, chunk, encoding) : undefined;
     if (injected === undefined) return end0.call(this, chunk, encoding, cb);
     // The kept chunk is the app's: the profile shows the body the app wrote.
@@ -145,7 +147,13 @@ function patchPrototypes(req: Request, res: Response) {
       // What res.send does first for a string with no type, done a moment earlier so the toolbar can tell it is a page.
       if (typeof body === 'string' && this.getHeader('content-type') === undefined) (this as unknown as Response).type('html');
       const injected = withToolbar(this, ctx, body, undefined);
-      return send0.call(this, injected ?? body);
+      if (injected === undefined) return send0.call(this, body);
+      ctx.sending = body;
+      try {
+        return send0.call(this, injected);
+      } finally {
+        ctx.sending = undefined;
+      }
     });
   }
 }

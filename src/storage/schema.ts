@@ -32,13 +32,17 @@ const MIGRATIONS: string[] = [
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 export function migrate(db: Database.Database): void {
-  const current = db.pragma('user_version', { simple: true }) as number;
-  if (current > SCHEMA_VERSION) {
-    throw new Error(`profiler database has schema version ${current}, newer than this version knows (${SCHEMA_VERSION})`);
-  }
-  if (current === SCHEMA_VERSION) return;
+  const version = () => {
+    const current = db.pragma('user_version', { simple: true }) as number;
+    if (current > SCHEMA_VERSION) {
+      throw new Error(`profiler database has schema version ${current}, newer than this version knows (${SCHEMA_VERSION})`);
+    }
+    return current;
+  };
+  if (version() === SCHEMA_VERSION) return;
+  // Read again under the write lock: another connection (the writer thread, another process) may have migrated meanwhile.
   db.transaction(() => {
-    for (let v = current; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v]);
+    for (let v = version(); v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v]);
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
 }
