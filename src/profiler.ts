@@ -3,6 +3,7 @@ import { onceEach } from './collectors/build.js';
 import { resolveOptions, type ProfilerOptions, type ResolvedOptions } from './options.js';
 import { contextOf } from './recording/context.js';
 import { captureConsole, logger } from './recording/logger.js';
+import { hookLoadedRouters } from './recording/layers.js';
 import { recorder } from './recording/recorder.js';
 import { capture } from './recording/snapshot.js';
 import { errorHandler } from './errors/error-handler.js';
@@ -43,10 +44,11 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   // Opened now, at start-up, so that the tokens already stored are known before the first request.
   const reader = new StoreHandle(file, () => {}, (store) => {
     for (const { token } of store.tokensAfter(0)) writer.taken.add(token);
-  });
+  }, 200);
   reader.get();
   const tellOwn = onceEach(options.onError);
   captureConsole();
+  hookLoadedRouters();
   const record = recorder({
     debug,
     bodyLimit,

@@ -33,7 +33,8 @@ function page(title: string, body: string): string {
 /** The administration interface, served on its own host name. */
 export function adminRoutes(db: PlatformDb, links: { profiler?: string }) {
   const secret = db.signingSecret();
-  const router = express.Router();
+  // Strict, as the app is: /pub/status/db/ is not /pub/status/db.
+  const router = express.Router({ strict: true });
 
   const seal = (value: string) => `${value}.${createHmac('sha256', secret).update(`admin:${value}`).digest('base64url')}`;
   function session(req: Request) {

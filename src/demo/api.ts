@@ -10,7 +10,8 @@ const apiError = (res: Response, code: number, message: string) => res.status(co
 /** POST /api/authenticate, GET /api/me and the public status checks. */
 export function apiRoutes(db: PlatformDb) {
   const secret = db.signingSecret();
-  const router = express.Router();
+  // Strict, as the app is: /pub/status/db/ is not /pub/status/db.
+  const router = express.Router({ strict: true });
   const body = [express.json({ limit: '100kb' }), express.urlencoded({ extended: false, limit: '100kb' })];
 
   router.post('/api/authenticate', ...body, async (req, res) => {

@@ -34,7 +34,7 @@ export async function createDemoApp(config: DemoConfig, seed?: SeedAccount) {
   // real layers, so the profiler's route table and the 404/405 logic see them.
   const isAdminHost = (req: Request) => (req.hostname ?? '').toLowerCase() === config.adminHost;
   const onHost = (admin: boolean, routes: express.Router) => {
-    const router = express.Router();
+    const router = express.Router({ strict: true });
     router.use((req: Request, _res: Response, next: NextFunction) => next(isAdminHost(req) === admin ? undefined : 'router'));
     router.use(routes);
     return router;

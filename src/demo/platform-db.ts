@@ -43,6 +43,10 @@ async function hashPassword(password: string): Promise<string> {
   return `scrypt$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
+const MAX_USERNAME = 64;
+const MAX_REFUSALS = 10_000;
+const SHOWN_USERNAMES = 5;
+
 /** A fixed hash to check unknown usernames against, so both refusals take the same time. */
 const DUMMY_HASH = `scrypt$${Buffer.alloc(16).toString('base64')}$${Buffer.alloc(32).toString('base64')}`;
 
@@ -95,14 +99,27 @@ export class PlatformDb {
     return this.db.prepare('SELECT id, username, role FROM accounts WHERE id = ?').get(id) as Account | undefined;
   }
 
+  /**
+   * Usernames are what a client chose to send: each is kept to MAX_USERNAME characters, and the
+   * table to the most recent MAX_REFUSALS rows, so that no client can grow it (or the dashboard) without bound.
+   */
   recordRefusal(ip: string, username: string | undefined): void {
-    this.db.prepare('INSERT INTO refused_authentications (ip, username, time) VALUES (?, ?, ?)').run(ip, username ?? null, Date.now());
+    const name = username === undefined ? null : username.length > MAX_USERNAME ? `${username.slice(0, MAX_USERNAME)}…` : username;
+    const { lastInsertRowid } = this.db.prepare('INSERT INTO refused_authentications (ip, username, time) VALUES (?, ?, ?)').run(ip.slice(0, 100), name, Date.now());
+    this.db.prepare('DELETE FROM refused_authentications WHERE rowid <= ?').run(Number(lastInsertRowid) - MAX_REFUSALS);
   }
 
+  /** Refusals by client address; each group names at most a few distinct usernames, with how many more there were. */
   refusalsByAddress(since: number, limit = 20): RefusalGroup[] {
-    return this.db.prepare(`
-      SELECT ip, count(*) AS attempts, group_concat(DISTINCT coalesce(username, '(none)')) AS usernames, max(time) AS last
-      FROM refused_authentications WHERE time >= ? GROUP BY ip ORDER BY attempts DESC, last DESC LIMIT ?`).all(since, limit) as RefusalGroup[];
+    const groups = this.db.prepare(`
+      SELECT ip, count(*) AS attempts, count(DISTINCT coalesce(username, '(none)')) AS names, max(time) AS last
+      FROM refused_authentications WHERE time >= ? GROUP BY ip ORDER BY attempts DESC, last DESC LIMIT ?`).all(since, limit) as (Omit<RefusalGroup, 'usernames'> & { names: number })[];
+    const someNames = this.db.prepare(`
+      SELECT DISTINCT coalesce(username, '(none)') AS name FROM refused_authentications WHERE ip = ? AND time >= ? LIMIT ${SHOWN_USERNAMES}`).pluck();
+    return groups.map(({ names, ...g }) => {
+      const shown = someNames.all(g.ip, since) as string[];
+      return { ...g, usernames: shown.join(',') + (names > shown.length ? ` and ${names - shown.length} more` : '') };
+    });
   }
 
   /** A real query, as the db health check promises. */

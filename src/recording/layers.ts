@@ -1,4 +1,5 @@
 import dc from 'node:diagnostics_channel';
+import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 import { contextOf, enter, leave, type RequestContext, type Span } from './context.js';
 
@@ -160,8 +161,11 @@ function entered(ctx: RequestContext, layer: RouterLayer, req: { baseUrl?: strin
 
 /**
  * What reaches the end of the app's router: an error no handler took (Express's final handler
- * answers it), or nothing, when every route passed on. The app's own router gets this hook, as an
- * own property: routers nested in it are left alone.
+ * answers it), or nothing, when every route passed on. Only the app's own router needs this: an
+ * error in a nested router or a sub-app ends up there. The hook goes on its instance, as its own
+ * `handle`, when the recorder first sees the app (the app's first request is then under way) or,
+ * for routers whose code is in the require cache, on their class before any request
+ * (hookLoadedRouters), so that the first request is seen too.
  */
 function hookDone(app: unknown): void {
   const a = app as { router?: unknown; _router?: unknown };
@@ -172,8 +176,11 @@ function hookDone(app: unknown): void {
     return;
   }
   if (!router || typeof router.handle !== 'function' || Object.prototype.hasOwnProperty.call(router, 'handle')) return;
-  const original = router.handle;
-  router.handle = function handle(this: unknown, req: unknown, res: unknown, callback: unknown) {
+  router.handle = endSeen(router.handle);
+}
+
+function endSeen(original: Handler): Handler {
+  return function handle(this: unknown, req: unknown, res: unknown, callback: unknown) {
     if (typeof callback !== 'function' || contextOf(res) !== undefined) return original.call(this, req, res, callback);
     return original.call(this, req, res, function done(this: unknown, err: unknown, ...rest: unknown[]) {
       const ctx = contextOf(res);
@@ -184,6 +191,31 @@ function hookDone(app: unknown): void {
       return (callback as Handler).call(this, err, ...rest);
     });
   };
+}
+
+const requireCache = createRequire(import.meta.url).cache;
+const ROUTER_FILE = /[\\/]node_modules[\\/](router[\\/]index|[^\\/]+[\\/]lib[\\/]router[\\/]index)\.js$/;
+const hookedRouters = new WeakSet<object>();
+
+/**
+ * The router classes of Express 4 and 5 that are loaded already: each router's first call decides
+ * its own `handle` for good: the end hook when it is an app's own router (no request is recorded
+ * yet when it starts), its original when it is nested in a recorded request.
+ */
+export function hookLoadedRouters(): void {
+  for (const [file, mod] of Object.entries(requireCache)) {
+    if (!ROUTER_FILE.test(file)) continue;
+    const exported = mod?.exports as { prototype?: unknown } | undefined;
+    const proto = (typeof exported === 'function' ? exported.prototype : exported) as Record<string, unknown> | undefined;
+    if (!proto || hookedRouters.has(proto) || typeof proto.handle !== 'function' || typeof proto.use !== 'function' || typeof proto.route !== 'function') continue;
+    hookedRouters.add(proto);
+    const original = proto.handle as Handler;
+    proto.handle = function handle(this: object, req: unknown, res: unknown, callback: unknown) {
+      const own = contextOf(res) === undefined && typeof callback === 'function' ? endSeen(original) : original;
+      Object.defineProperty(this, 'handle', { value: own, writable: true, configurable: true });
+      return own.call(this, req, res, callback);
+    };
+  }
 }
 
 const round = (ms: number) => Math.round(ms * 1000) / 1000;

@@ -47,10 +47,11 @@ export class WriteQueue<T> {
     private readonly account: (bytes: number) => void = () => {},
     private readonly weigh: (item: T) => number = () => 0,
   ) {
+    // The writer thread may wait for a lock (another process's writes, a migration at start): no request waits with it.
     this.handle = new StoreHandle(options.database, (m) => this.tell(m), (store) => {
       this.lastSeenId = 0;
       this.learnTokens(store);
-    });
+    }, 2_000);
     this.handle.get();
   }
 

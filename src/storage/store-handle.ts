@@ -19,6 +19,8 @@ export class StoreHandle {
     private readonly tell: (message: string) => void,
     /** Runs on each (re)open, inside the same guard: a store it cannot read is not kept. */
     private readonly opened: (store: ProfileStore) => void = () => {},
+    /** See ProfileStore.open. */
+    private readonly busyTimeout = 50,
   ) {}
 
   /** The store, opened on demand; undefined while it cannot be opened. */
@@ -26,7 +28,7 @@ export class StoreHandle {
     if (this.store || this.closed || Date.now() < this.nextOpen) return this.store;
     let store: ProfileStore | undefined;
     try {
-      store = ProfileStore.open(this.file);
+      store = ProfileStore.open(this.file, this.busyTimeout);
       this.inode = inodeOf(this.file);
       this.opened(store);
       this.store = store;

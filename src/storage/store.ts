@@ -66,15 +66,19 @@ export class ProfileStore {
     };
   }
 
-  /** Open (creating and migrating) the file; a file that is not a database is moved aside first. */
-  static open(file: string): ProfileStore {
+  /**
+   * Open (creating and migrating) the file; a file that is not a database is moved aside first.
+   * `busyTimeout` is how long a statement may wait for a lock another connection holds: short on
+   * the app's thread, longer on the writer's.
+   */
+  static open(file: string, busyTimeout = 50): ProfileStore {
     if (file !== ':memory:') ownOnly(file);
     try {
-      return ProfileStore.openAs(file);
+      return ProfileStore.openAs(file, busyTimeout);
     } catch (err) {
       if (!isCorruption(err) || file === ':memory:') throw err;
       ProfileStore.moveAside(file);
-      return ProfileStore.openAs(file);
+      return ProfileStore.openAs(file, busyTimeout);
     }
   }
 
@@ -87,11 +91,10 @@ export class ProfileStore {
     return aside;
   }
 
-  private static openAs(file: string): ProfileStore {
+  private static openAs(file: string, busyTimeout: number): ProfileStore {
     const db = new Database(file);
     try {
-      // A short wait: a lock held by another process must never stall the app's event loop for long.
-      db.pragma('busy_timeout = 50');
+      db.pragma(`busy_timeout = ${Math.trunc(busyTimeout)}`);
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
       migrate(db);
