@@ -44,7 +44,8 @@ export function describeParsed(value: unknown, cut: boolean, received: number, c
   const text = JSON.stringify(redacted) ?? '';
   // The size is what came over the wire, when the client said; else the size of what the parser made of it.
   const size = Number.isSafeInteger(received) && received >= 0 ? received : Buffer.byteLength(text);
-  if (text.length <= limit + 16) return { size, contentType, kind: 'json', json: redacted, truncated: cut };
+  // A copy cut on the request's thread is already about the limit: it stays structured.
+  if (cut || text.length <= limit + 16) return { size, contentType, kind: 'json', json: redacted, truncated: cut };
   return { size, contentType, kind: 'text', text: text.slice(0, limit), truncated: true };
 }
 

@@ -51,7 +51,7 @@ export function redactValue(value: unknown, keys: string[]): unknown {
 /** `key: value`, `"key": value`, `'key': value` (JSON, util.inspect, prose): the key, then where its value starts. */
 const KEY_COLON = /("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[A-Za-z_$][\w$-]*)\s*[:=]>?\s*/g;
 /** `name=value` in a query string, a form body or a cookie-like list; the name may be percent-encoded. */
-const NAME_EQUALS = /(^|[&?;,\s])([^=&?;,\s]+)=([^&;,\s#]*)/g;
+const NAME_EQUALS = /(^|[&?;,\s])([^=&?;,\s]+)=([^&?;,\s#]*)/g;
 
 /**
  * Redact secret-looking fields inside text: JSON (objects and arrays under a secret key included),

@@ -12,7 +12,11 @@ export function notFound(): RequestHandler {
   return function notFound(req, res, next) {
     const path = req.path;
     const method = req.method;
-    if (method === 'GET' || method === 'HEAD') {
+    // 405 only when the method is what is wrong: a matching route that passed on (next()) is a 404.
+    const allowed = allowedMethods(req.app, path);
+    const passedOn = allowed.includes(method) || allowed.includes('*');
+    // The toggled path is tried only when this one has no route for the method (else it would lead back here).
+    if ((method === 'GET' || method === 'HEAD') && !passedOn) {
       const other = path.endsWith('/') ? path.slice(0, -1) : `${path}/`;
       if (other && isLocalPath(other) && allowedMethods(req.app, other).some((m) => m === method || m === '*')) {
         const query = req.originalUrl.indexOf('?');
@@ -21,11 +25,9 @@ export function notFound(): RequestHandler {
         return;
       }
     }
-    // 405 only when the method is what is wrong: a matching route that passed on (next()) is a 404.
-    const allowed = allowedMethods(req.app, path);
     // OPTIONS on a path that has routes is the router's to answer (200 with Allow), as it does bare.
     if (method === 'OPTIONS' && allowed.length > 0) return next();
-    if (allowed.length > 0 && !allowed.includes('*') && !allowed.includes(method)) {
+    if (allowed.length > 0 && !passedOn) {
       next(new MethodNotAllowedError(`${noRouteMessage(req)}: Method Not Allowed (Allow: ${allowed.join(', ')})`, allowed));
       return;
     }

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { validateHeaderValue, type IncomingMessage, type ServerResponse } from 'node:http';
+import { ServerResponse, validateHeaderValue, type IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { contextOf, kContext, requestFinished, requestStarted, type RecorderSettings, type RequestContext } from './context.js';
 import { hookLayers } from './layers.js';
@@ -172,15 +172,19 @@ function withToolbar<T extends string | Buffer>(res: Tracked, ctx: RequestContex
   }
 }
 
+/** Node's own store of the headers set so far: writeHead takes a raw array as it is only while there is none. */
+const kOutHeaders = Object.getOwnPropertySymbols(new ServerResponse({ method: 'GET' } as IncomingMessage)).find((s) => s.description === 'kOutHeaders');
+
 /**
  * The headers argument of writeHead with the debug headers added, as the headers go out. A raw
  * array ([name, value, ...] or [[name, value], ...]) keeps its repeats only while nothing was set
- * through setHeader: ours are appended to a copy of it. Otherwise they are set the usual way.
+ * through setHeader: then ours are appended to a copy of it. Otherwise they are set the usual way,
+ * and Node merges the rest as it would have.
  */
 function stamped(res: ServerResponse, ctx: RequestContext, headers: unknown): unknown {
   const ours = debugHeaders(res, ctx, headers);
   if (ours.length === 0) return headers;
-  if (Array.isArray(headers)) {
+  if (Array.isArray(headers) && kOutHeaders !== undefined && !(res as unknown as Record<symbol, unknown>)[kOutHeaders]) {
     if (headers.length > 0 && Array.isArray(headers[0])) return [...headers, ...ours];
     if (headers.length % 2 === 0) return [...headers, ...ours.flat()];
     return headers;

@@ -7,7 +7,7 @@ export type WriterOptions = QueueOptions & PanelOptions;
 
 /** Messages to the writer thread. Those with a seq are answered, and the caller waits. */
 export type ToWriter =
-  | { type: 'open'; id: number; options: WriterOptions; bits: SharedArrayBuffer }
+  | { type: 'open'; id: number; options: WriterOptions; bits: SharedArrayBuffer; backlog: SharedArrayBuffer }
   | { type: 'profiles'; id: number; items: Captured[] }
   | { type: 'flush'; id: number; seq: number }
   | { type: 'close'; id: number; seq: number };
@@ -23,6 +23,4 @@ export const SIGNAL = {
   reply: 0,
   /** 1 once the thread runs. */
   ready: 1,
-  /** Bytes waiting for the thread: added as captures are handed over, taken back as they are stored or dropped. */
-  backlog: 2,
 } as const;

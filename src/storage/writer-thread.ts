@@ -20,7 +20,6 @@ function reply(seq: number, value: number): void {
   Atomics.notify(signal, SIGNAL.reply);
 }
 
-const account = (bytes: number) => Atomics.add(signal, SIGNAL.backlog, bytes);
 const weigh = (c: Captured) => c.size;
 
 port.on('message', (msg: ToWriter) => {
@@ -39,15 +38,14 @@ function handle(msg: ToWriter): void {
       const tell = (message: string) => send({ type: 'notice', id: msg.id, message });
       const tellPanel = onceEach(tell);
       const { options } = msg;
+      // What waits for this profiler, in bytes: added as its captures are handed over, taken back as they are stored or dropped.
+      const backlog = new Int32Array(msg.backlog);
+      const account = (bytes: number) => Atomics.add(backlog, 0, bytes);
       queues.set(msg.id, new WriteQueue(options, new TokenBitmap(msg.bits), (c: Captured) => buildProfile(snapshotOf(c), corePanels, options, tellPanel), tell, account, weigh));
       return;
     }
-    case 'profiles': {
-      const queue = queues.get(msg.id);
-      if (queue) return queue.push(msg.items);
-      for (const item of msg.items) account(-item.size);
-      return;
-    }
+    case 'profiles':
+      return queues.get(msg.id)?.push(msg.items);
     case 'flush':
       return reply(msg.seq, queues.get(msg.id)?.flush() ?? 0);
     case 'close':

@@ -15,7 +15,7 @@ const HANDOFF_BATCH = 256;
 const CALL_TIMEOUT_MS = 10_000;
 /** An explicit flush() or close() waits this long at most for a thread that is still starting. */
 const READY_TIMEOUT_MS = 5_000;
-/** What may wait for the writer, in bytes (captures on their way and profiles it could not store yet); beyond it new requests are not recorded, and counted. */
+/** What may wait for the writer, in bytes, for each profiler (captures on their way and profiles it could not store yet); beyond it new requests are not recorded, and counted. */
 export const MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
 /** A thread that cannot start is tried again after 0.5, 1 and 2 s; then recording stops. */
 const START_ATTEMPTS = 4;
@@ -37,8 +37,8 @@ type Unsent<T> = T extends unknown ? Omit<T, 'seq'> : never;
 class WriterThread {
   private worker: Worker | undefined;
   private port: MessagePort | undefined;
-  /** Shared with the thread: the last answered call, whether it is running, the backlog in bytes. */
-  readonly signal = new Int32Array(new SharedArrayBuffer(4 * 3));
+  /** Shared with the thread: the last answered call, and whether it is running. */
+  readonly signal = new Int32Array(new SharedArrayBuffer(4 * 2));
   private seq = 0;
   private failures = 0;
   private retry: NodeJS.Timeout | undefined;
@@ -85,7 +85,7 @@ class WriterThread {
     this.port?.close();
     this.port = undefined;
     // What it held is gone with it.
-    Atomics.store(this.signal, SIGNAL.backlog, 0);
+    for (const { open } of this.profilers.values()) Atomics.store(new Int32Array(open.backlog), 0, 0);
     if (!wasReady) return this.cannotStart(how);
     this.failures = 0;
     for (const { tell } of this.profilers.values()) tell(`profiler writer thread ${how}; profiles not yet written are lost, a new thread takes over`);
@@ -116,20 +116,10 @@ class WriterThread {
     else this.start();
   }
 
-  /** The bytes waiting for the thread, ours and every profiler's of this process. */
-  get backlog(): number {
-    return Atomics.load(this.signal, SIGNAL.backlog);
-  }
-
-  post(id: number, items: Captured[]): void {
+  /** Returns false when the thread is not running (starting again after a failure, or stopped): the items are not recorded. */
+  post(id: number, items: Captured[]): boolean {
     const port = this.port ?? this.start();
-    if (!port) {
-      // Not running (starting again after a failure, or stopped): these are not recorded.
-      let bytes = 0;
-      for (const item of items) bytes += item.size;
-      Atomics.sub(this.signal, SIGNAL.backlog, bytes);
-      return;
-    }
+    if (!port) return false;
     try {
       port.postMessage({ type: 'profiles', id, items } satisfies ToWriter);
     } catch {
@@ -143,6 +133,7 @@ class WriterThread {
         }
       }
     }
+    return true;
   }
 
   /**
@@ -201,6 +192,8 @@ let nextId = 1;
  */
 export class ProfileWriter {
   readonly taken = new TokenBitmap();
+  /** Bytes of this profiler's captures not yet stored (on their way, or waiting for storage), shared with the thread. */
+  private readonly backlog = new Int32Array(new SharedArrayBuffer(4));
   private pending: Captured[] = [];
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -212,7 +205,7 @@ export class ProfileWriter {
 
   /** Asks the thread to open the store, without waiting for it. */
   constructor(options: WriterOptions, private readonly tell: (message: string) => void) {
-    this.thread.open({ type: 'open', id: this.id, options, bits: this.taken.buffer }, tell);
+    this.thread.open({ type: 'open', id: this.id, options, bits: this.taken.buffer, backlog: this.backlog.buffer as SharedArrayBuffer }, tell);
   }
 
   /** The thread could not be started: requests are not recorded any more. */
@@ -222,7 +215,7 @@ export class ProfileWriter {
 
   push(snapshot: Captured): void {
     if (this.closed || this.thread.stopped) return;
-    const backlog = this.thread.backlog;
+    const backlog = Atomics.load(this.backlog, 0);
     if (backlog + snapshot.size > MAX_BACKLOG_BYTES) {
       if (this.refused++ === 0) this.tell(`profiler writer is behind (${MAX_BACKLOG_BYTES / 1024 / 1024} MiB waiting): requests are served but not recorded until it catches up`);
       return;
@@ -231,7 +224,7 @@ export class ProfileWriter {
       this.tell(`profiler writer caught up; ${this.refused} requests were not recorded meanwhile`);
       this.refused = 0;
     }
-    Atomics.add(this.thread.signal, SIGNAL.backlog, snapshot.size);
+    Atomics.add(this.backlog, 0, snapshot.size);
     this.pending.push(snapshot);
     if (this.pending.length >= HANDOFF_BATCH) this.handoff();
     else this.timer ??= setTimeout(this.handoffLater, HANDOFF_MS).unref();
@@ -244,7 +237,10 @@ export class ProfileWriter {
     if (this.pending.length === 0) return;
     const items = this.pending;
     this.pending = [];
-    this.thread.post(this.id, items);
+    if (this.thread.post(this.id, items)) return;
+    let bytes = 0;
+    for (const item of items) bytes += item.size;
+    Atomics.sub(this.backlog, 0, bytes);
   }
 
   /** Write everything recorded so far, and wait for it. Returns how many profiles were written. */

@@ -1,0 +1,256 @@
+// The host app answers exactly as it would bare: only the three debug headers and the toolbar differ.
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import express4 from 'express4';
+import { writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import path from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { webProfiler, type WebProfiler } from '../src/index.js';
+import { listen, readRows, tempDb, tempDir, type Running } from './helpers.js';
+
+interface Raw {
+  status: number;
+  /** Header lines in the order they came, names as sent. */
+  headers: [string, string][];
+  body: Buffer;
+}
+
+/** One request, read as it came off the wire: headers in order with their case, the body as bytes. */
+function send(base: string, method: string, path: string, headers: Record<string, string> = {}): Promise<Raw> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: url.hostname, port: url.port, method, path, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const pairs: [string, string][] = [];
+        for (let i = 0; i < res.rawHeaders.length; i += 2) pairs.push([res.rawHeaders[i], res.rawHeaders[i + 1]]);
+        resolve({ status: res.statusCode!, headers: pairs, body: Buffer.concat(chunks) });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const DEBUG_HEADERS = new Set(['x-debug-token', 'x-debug-token-link', 'x-robots-tag']);
+const TOOLBAR = /<div id="wp-wdt" data-token="[0-9a-f]+" hidden><\/div><script>[\s\S]*?<\/script>/;
+
+/** A response less the debug headers, the toolbar, and the headers that follow the toolbar (the length and ETag of a page that has it) or the clock. */
+function comparable(raw: Raw, toolbarPage = TOOLBAR.test(raw.body.toString('latin1'))) {
+  const text = raw.body.toString('latin1');
+  const toolbar = TOOLBAR.test(text);
+  const skip = new Set([...DEBUG_HEADERS, 'date', ...(toolbarPage ? ['content-length', 'etag'] : [])]);
+  return {
+    status: raw.status,
+    headers: raw.headers.filter(([name]) => !skip.has(name.toLowerCase())),
+    body: text.replace(TOOLBAR, ''),
+    toolbar,
+  };
+}
+
+const dir = tempDir();
+const page = path.join(dir, 'page.html');
+writeFileSync(page, '<!doctype html><html><body><p>a file</p></body></html>');
+
+/** The shapes of real code: every way an Express app answers. */
+function build(lib: typeof express, profiler?: WebProfiler, withErrorHandler = false): Express {
+  const app = lib();
+  app.set('env', 'production');
+  if (profiler) app.use(profiler);
+  app.get('/html', (_req, res) => res.send('<!doctype html><html><body><h1>Hello</h1></body></html>'));
+  app.get('/xhtml', (_req, res) => res.type('application/xhtml+xml').send('<html xmlns="http://www.w3.org/1999/xhtml"><body/></html>'));
+  app.get('/etag-html', (_req, res) => res.set('ETag', '"app-etag"').type('html').send('<html><body>tagged</body></html>'));
+  app.get('/json', (_req, res) => res.json({ hello: 'world', n: 1 }));
+  app.get('/raw-array', (_req, res) => {
+    res.writeHead(200, ['Set-Cookie', 'a=1', 'Set-Cookie', 'b=2', 'Content-Type', 'text/plain']);
+    res.end('two cookies');
+  });
+  app.get('/raw-pairs', (_req, res) => {
+    res.writeHead(201, 'Made', [['X-Twice', 'one'], ['X-Twice', 'two']]);
+    res.end();
+  });
+  app.get('/stream', (_req, res) => {
+    res.type('text');
+    res.write('one,');
+    setTimeout(() => {
+      res.write(Buffer.from('two,'));
+      res.end(new Uint8Array([116, 104, 114, 101, 101]));
+    }, 5);
+  });
+  app.get('/sse', (_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+    let n = 0;
+    const tick = setInterval(() => {
+      res.write(`id: ${n}\ndata: event ${n}\n\n`);
+      if (++n === 3) {
+        clearInterval(tick);
+        res.end();
+      }
+    }, 2);
+  });
+  app.get('/file', (_req, res) => res.sendFile(page));
+  app.get('/binary', (_req, res) => res.type('application/octet-stream').send(Buffer.from([0, 1, 2, 255, 254])));
+  app.get('/bytes', (_req, res) => res.end(new TextEncoder().encode('encoded bytes')));
+  app.get('/redirect', (_req, res) => res.redirect('/html'));
+  app.get('/next-error', (_req, _res, next) => next(Object.assign(new Error('teapot'), { status: 418 })));
+  app.get('/throws', () => {
+    throw new Error('thrown');
+  });
+  if (lib === express) {
+    app.get('/rejects', async () => {
+      throw Object.assign(new Error('rejected'), { statusCode: 503 });
+    });
+  }
+  app.post('/items', (_req, res) => res.status(201).json({ made: true }));
+  if (withErrorHandler) {
+    app.use((err: Error, _req: Request, res: Response, _next: NextFunction) => {
+      res.status(500).type('text').send(`handled: ${err.message}`);
+    });
+  }
+  return app;
+}
+
+const requests: [string, string, Record<string, string>?][] = [
+  ['GET', '/html'], ['HEAD', '/html'], ['GET', '/xhtml'], ['GET', '/etag-html'], ['HEAD', '/etag-html'], ['GET', '/json'], ['HEAD', '/json'],
+  ['GET', '/raw-array'], ['GET', '/raw-pairs'], ['GET', '/stream'], ['GET', '/sse'], ['GET', '/file'], ['HEAD', '/file'],
+  ['GET', '/binary'], ['GET', '/bytes'], ['GET', '/redirect'], ['GET', '/next-error'], ['GET', '/throws'], ['GET', '/rejects'],
+  ['GET', '/nowhere'], ['OPTIONS', '/items'], ['POST', '/json'],
+];
+
+const running: Running[] = [];
+afterAll(async () => {
+  await Promise.all(running.splice(0).map((r) => r.close()));
+});
+
+describe.each([['Express 5', express], ['Express 4', express4 as unknown as typeof express]] as const)('%s: bare and recorded answer alike', (_name, lib) => {
+  it.each([false, true])('byte for byte, apart from the debug headers and the toolbar (own error handler: %s)', async (withErrorHandler) => {
+    const database = tempDb();
+    const profiler = webProfiler({ database, onError: () => {} });
+    const bare = await listen(build(lib, undefined, withErrorHandler));
+    const recorded = await listen(build(lib, profiler, withErrorHandler));
+    running.push(bare, recorded);
+    for (const [method, path, headers] of requests) {
+      const withIt = await send(recorded.url, method, path, headers);
+      const page = method !== 'OPTIONS' && (path === '/html' || path === '/etag-html');
+      const a = comparable(await send(bare.url, method, path, headers), page);
+      const b = comparable(withIt, page);
+      expect(b, `${method} ${path}`).toEqual({ ...a, toolbar: b.toolbar });
+      // The toolbar goes into whole HTML pages only, never into XHTML, files or anything else.
+      expect(b.toolbar, `${method} ${path}`).toBe(method === 'GET' && (path === '/html' || path === '/etag-html'));
+    }
+    // A 304 stays a 304.
+    const etag = (await send(bare.url, 'GET', '/json')).headers.find(([n]) => n.toLowerCase() === 'etag')![1];
+    for (const server of [bare, recorded]) expect((await send(server.url, 'GET', '/json', { 'if-none-match': etag })).status).toBe(304);
+    profiler.close();
+    expect(readRows(database).length).toBeGreaterThanOrEqual(requests.length);
+  });
+});
+
+describe('headers', () => {
+  let server: Running;
+  afterEach(() => server?.close());
+
+  it('repeated headers given to writeHead as a raw array all go out, with the debug headers', async () => {
+    const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    const app = build(express, profiler);
+    app.disable('x-powered-by');
+    server = await listen(app);
+    const res = await send(server.url, 'GET', '/raw-array');
+    const cookies = res.headers.filter(([n]) => n === 'Set-Cookie').map(([, v]) => v);
+    expect(cookies).toEqual(['a=1', 'b=2']);
+    expect(res.headers.map(([n]) => n)).toEqual(expect.arrayContaining(['X-Debug-Token', 'X-Debug-Token-Link', 'X-Robots-Tag']));
+    const pairs = await send(server.url, 'GET', '/raw-pairs');
+    expect(pairs.headers.filter(([n]) => n === 'X-Twice').map(([, v]) => v)).toEqual(['one', 'two']);
+    expect(pairs.headers.some(([n]) => n === 'X-Debug-Token')).toBe(true);
+  });
+
+  it('a page with the toolbar drops the ETag set for the body it no longer is, and HEAD says the same length as GET', async () => {
+    const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    server = await listen(build(express, profiler));
+    const get = await send(server.url, 'GET', '/etag-html');
+    const head = await send(server.url, 'HEAD', '/etag-html');
+    const header = (raw: Raw, name: string) => raw.headers.find(([n]) => n.toLowerCase() === name)?.[1];
+    expect(get.body.toString()).toMatch(TOOLBAR);
+    expect(header(get, 'etag')).not.toBe('"app-etag"');
+    expect(Number(header(get, 'content-length'))).toBe(get.body.length);
+    expect(header(head, 'content-length')).toBe(header(get, 'content-length'));
+    const plain = await send(server.url, 'HEAD', '/html');
+    expect(Number(header(plain, 'content-length'))).toBe((await send(server.url, 'GET', '/html')).body.length);
+  });
+});
+
+describe('stack traces keep every frame they had bare', () => {
+  /** An error thrown under twelve middlewares that each call next() at once: deep enough for V8's ten frames. */
+  function deep(lib: typeof express, profiler?: WebProfiler) {
+    const app = lib();
+    if (profiler) app.use(profiler);
+    for (let i = 0; i < 12; i++) app.use(function passOn(_req, _res, next) { next(); });
+    app.get('/deep', function failDeep() {
+      throw new Error('deep');
+    });
+    app.use((err: Error, _req: Request, res: Response, _next: NextFunction) => res.type('text').send(err.stack));
+    return app;
+  }
+  const appFrames = (stack: string) => stack.split('\n').filter((l) => l.includes('transparency.test.ts'));
+
+  for (const [name, lib] of [['Express 5', express], ['Express 4', express4 as unknown as typeof express]] as const) {
+    it(name, async () => {
+      const bare = await listen(deep(lib));
+      const recorded = await listen(deep(lib, webProfiler({ database: tempDb(), onError: () => {} })));
+      running.push(bare, recorded);
+      const a = (await send(bare.url, 'GET', '/deep')).body.toString();
+      const b = (await send(recorded.url, 'GET', '/deep')).body.toString();
+      expect(appFrames(a).length).toBeGreaterThanOrEqual(2);
+      expect(appFrames(b)).toEqual(appFrames(a));
+      expect(b.split('\n').length).toBe(a.split('\n').length);
+    });
+  }
+});
+
+describe('the first recorder owns a request', () => {
+  it('one profiler in an app and its sub-app records each request once, with the parent\'s layers', async () => {
+    const database = tempDb();
+    const profiler = webProfiler({ database, onError: () => {} });
+    const admin = express();
+    admin.use(profiler);
+    admin.get('/page', (_req, res) => res.type('text').send('admin page'));
+    const app = express();
+    app.use(profiler);
+    app.use(function parentSlow(_req, _res, next) {
+      setTimeout(next, 30);
+    });
+    app.use('/admin', admin);
+    const server = await listen(app);
+    running.push(server);
+    const res = await send(server.url, 'GET', '/admin/page');
+    const token = res.headers.find(([n]) => n === 'X-Debug-Token')![1];
+    profiler.flush();
+    const rows = readRows(database);
+    expect(rows.map((r) => r.token)).toEqual([token]);
+    expect(rows[0].collectors.performance.spans.map((s: { name: string }) => s.name)).toContain('parentSlow');
+    expect(rows[0].duration).toBeGreaterThanOrEqual(29);
+  });
+
+  it('two profilers: the outer one records, the responses carry its headers', async () => {
+    const outer = webProfiler({ database: tempDb(), onError: () => {} });
+    const inner = webProfiler({ database: tempDb(), onError: () => {} });
+    const admin = express();
+    admin.use(inner);
+    admin.get('/page', (_req, res) => res.type('text').send('admin page'));
+    const app = express();
+    app.use(outer);
+    app.use('/admin', admin);
+    const server = await listen(app);
+    running.push(server);
+    const res = await send(server.url, 'GET', '/admin/page');
+    const token = res.headers.find(([n]) => n === 'X-Debug-Token')?.[1];
+    expect(token).toMatch(/^[0-9a-f]{6}$/);
+    expect(res.headers.filter(([n]) => n === 'X-Debug-Token')).toHaveLength(1);
+    outer.flush();
+    inner.flush();
+    expect(outer.store()!.read(token!)?.url).toMatch(/\/admin\/page$/);
+    expect(inner.store()!.find({ limit: 10 })).toEqual([]);
+  });
+});
