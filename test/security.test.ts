@@ -154,7 +154,7 @@ describe('access', () => {
   });
 
   it('asks for the secret from a loopback peer that came through a proxy, and refuses it when no secret is set', async () => {
-    for (const header of ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip', 'via']) {
+    for (const header of ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip', 'via', 'true-client-ip', 'cf-connecting-ip']) {
       const proxied = req('127.0.0.1', { host: 'localhost:8000', [header]: header === 'forwarded' ? 'for=203.0.113.9' : '203.0.113.9' });
       expect(await checkAccess(proxied, options), header).toMatchObject({ ok: false, reason: expect.stringContaining('proxy') });
       expect(await ok(checkAccess(proxied, resolveOptions({}, {}))), `${header}, no secret`).toBe(false);
@@ -207,7 +207,7 @@ describe('access', () => {
   });
 
   it('is off in production, whichever variable says so: no recording, no debug mode', async () => {
-    for (const env of [{ NODE_ENV: 'production' }, { APP_ENV: 'prod' }, { APP_ENV: 'production' }, { APP_ENV: 'PROD' }, { NODE_ENV: 'prod' }]) {
+    for (const env of [{ NODE_ENV: 'production' }, { APP_ENV: 'prod' }, { APP_ENV: 'production' }, { APP_ENV: 'PROD' }, { NODE_ENV: 'prod' }, { ENVIRONMENT: 'production' }]) {
       const options = resolveOptions({}, env);
       expect(options.enabled, JSON.stringify(env)).toBe(false);
       expect(options.debug, JSON.stringify(env)).toBe(false);

@@ -182,13 +182,14 @@ function hookDone(app: unknown): void {
 function endSeen(original: Handler): Handler {
   return function handle(this: unknown, req: unknown, res: unknown, callback: unknown) {
     if (typeof callback !== 'function' || contextOf(res) !== undefined) return original.call(this, req, res, callback);
-    return original.call(this, req, res, function done(this: unknown, err: unknown, ...rest: unknown[]) {
+    return original.call(this, req, res, function done(this: unknown, err: unknown) {
       const ctx = contextOf(res);
       if (ctx !== undefined) {
         if (err) noteError(ctx, err);
         else ctx.route = undefined;
       }
-      return (callback as Handler).call(this, err, ...rest);
+      // eslint-disable-next-line prefer-rest-params
+      return (callback as Handler).apply(this, arguments as unknown as unknown[]);
     });
   };
 }
@@ -205,8 +206,9 @@ const hookedRouters = new WeakSet<object>();
 export function hookLoadedRouters(): void {
   for (const [file, mod] of Object.entries(requireCache)) {
     if (!ROUTER_FILE.test(file)) continue;
-    const exported = mod?.exports as { prototype?: unknown } | undefined;
-    const proto = (typeof exported === 'function' ? exported.prototype : exported) as Record<string, unknown> | undefined;
+    // Express 4's router module is its routers' prototype; router 2's is a class.
+    const exported = mod?.exports as { handle?: unknown; prototype?: unknown } | undefined;
+    const proto = (typeof exported?.handle === 'function' ? exported : exported?.prototype) as Record<string, unknown> | undefined;
     if (!proto || hookedRouters.has(proto) || typeof proto.handle !== 'function' || typeof proto.use !== 'function' || typeof proto.route !== 'function') continue;
     hookedRouters.add(proto);
     const original = proto.handle as Handler;

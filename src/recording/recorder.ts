@@ -131,8 +131,12 @@ function patchPrototypes(req: Request, res: Response) {
   resProto.end = mark(function end(this: Tracked, chunk?: unknown, encoding?: unknown, cb?: unknown) {
     const ctx = this[kContext];
     if (ctx === undefined) return end0.call(this, chunk, encoding, cb);
-    // A body res.send put the toolbar in is kept as the app gave it.
-    keep(ctx, chunk != null && ctx.sending !== undefined ? ctx.sending : chunk, encoding);
+    // Inside res.send, which has seen to the toolbar: the body is kept as the app gave it to send.
+    if (ctx.sending !== undefined) {
+      keep(ctx, chunk != null ? ctx.sending : chunk, encoding);
+      return end0.call(this, chunk, encoding, cb);
+    }
+    keep(ctx, chunk, encoding);
     const injected = typeof chunk === 'string' || Buffer.isBuffer(chunk) ? withToolbar(this, ctx, chunk, encoding) : undefined;
     if (injected === undefined) return end0.call(this, chunk, encoding, cb);
     // The kept chunk is the app's: the profile shows the body the app wrote.
@@ -147,10 +151,9 @@ function patchPrototypes(req: Request, res: Response) {
       // What res.send does first for a string with no type, done a moment earlier so the toolbar can tell it is a page.
       if (typeof body === 'string' && this.getHeader('content-type') === undefined) (this as unknown as Response).type('html');
       const injected = withToolbar(this, ctx, body, undefined);
-      if (injected === undefined) return send0.call(this, body);
       ctx.sending = body;
       try {
-        return send0.call(this, injected);
+        return send0.call(this, injected ?? body);
       } finally {
         ctx.sending = undefined;
       }
@@ -182,9 +185,15 @@ const kOutHeaders = Object.getOwnPropertySymbols(new ServerResponse({ method: 'G
  * and Node merges the rest as it would have.
  */
 function stamped(res: ServerResponse, ctx: RequestContext, headers: unknown): unknown {
+  if (!Array.isArray(headers)) {
+    // Set the usual way: headers given as an object are set after ours by Node, so the app's win.
+    if (!res.hasHeader('x-debug-token')) setDebugHeaders(res, ctx);
+    if (ctx.recorder.debug && !res.hasHeader('x-robots-tag')) res.setHeader('X-Robots-Tag', 'noindex');
+    return headers;
+  }
   const ours = debugHeaders(res, ctx, headers);
   if (ours.length === 0) return headers;
-  if (Array.isArray(headers) && kOutHeaders !== undefined && !(res as unknown as Record<symbol, unknown>)[kOutHeaders]) {
+  if (kOutHeaders !== undefined && !(res as unknown as Record<symbol, unknown>)[kOutHeaders]) {
     if (headers.length > 0 && Array.isArray(headers[0])) return [...headers, ...ours];
     if (headers.length % 2 === 0) return [...headers, ...ours.flat()];
     return headers;
@@ -193,14 +202,20 @@ function stamped(res: ServerResponse, ctx: RequestContext, headers: unknown): un
   return headers;
 }
 
-function debugHeaders(res: ServerResponse, ctx: RequestContext, headers: unknown): [string, string][] {
-  const given = new Set<string>();
-  if (Array.isArray(headers)) {
-    const pairs = headers.length > 0 && Array.isArray(headers[0]);
-    for (let i = 0; i < headers.length; i += pairs ? 1 : 2) given.add(String(pairs ? headers[i][0] : headers[i]).toLowerCase());
-  } else if (headers && typeof headers === 'object') {
-    for (const name of Object.keys(headers)) given.add(name.toLowerCase());
+function setDebugHeaders(res: ServerResponse, ctx: RequestContext): void {
+  res.setHeader('X-Debug-Token', ctx.token);
+  try {
+    res.setHeader('X-Debug-Token-Link', `${ctx.origin}/_profiler/${ctx.token}`);
+  } catch {
+    // A Host header Node refuses to echo back: the token alone still identifies the profile.
   }
+}
+
+/** The debug headers a raw array of headers lacks. */
+function debugHeaders(res: ServerResponse, ctx: RequestContext, headers: unknown[]): [string, string][] {
+  const given = new Set<string>();
+  const pairs = headers.length > 0 && Array.isArray(headers[0]);
+  for (let i = 0; i < headers.length; i += pairs ? 1 : 2) given.add(String(pairs ? (headers[i] as unknown[])[0] : headers[i]).toLowerCase());
   const has = (name: string) => given.has(name) || res.hasHeader(name);
   const out: [string, string][] = [];
   if (!has('x-debug-token')) {

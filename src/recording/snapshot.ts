@@ -147,8 +147,12 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
   for (const h of c.rawHeaders) size += h.length;
   if (typeof body === 'string') c.rawBody = wire(body, Buffer.byteLength(body), limit);
   else if (ArrayBuffer.isView(body)) c.rawBody = wire(body, body.byteLength, limit);
-  else if (body !== undefined) {
-    // A parsed body is cut here, to about bodyLimit: a huge one must not cross to the writer whole.
+  else if (body !== undefined && smallParsed(req, limit)) {
+    // What a parser made of a body no larger than the limit is about as large: it crosses as it is.
+    c.body = body;
+    size += limit;
+  } else if (body !== undefined) {
+    // Any other is cut here, to about bodyLimit: a huge one must not cross to the writer whole.
     const copy = bounded(body, limit);
     c.body = copy.value;
     if (copy.cut) c.bodyCut = true;
@@ -174,6 +178,12 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
   c.size = size;
   return c;
 }
+
+/** A body read in whole from a request that said it was at most `limit` bytes long. */
+const smallParsed = (req: Request, limit: number) => {
+  const declared = Number(req.headers['content-length']);
+  return declared > 0 && declared <= limit && req.complete;
+};
 
 const QUERY_BUDGET = 16 * 1024;
 const LOG_CONTEXT_BUDGET = 16 * 1024;
