@@ -9,7 +9,9 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDemoApp } from '../src/demo/app.js';
 import { configFrom } from '../src/demo/config.js';
+import { redactText } from '../src/collectors/redact.js';
 import { describeException } from '../src/errors/describe.js';
+import { resolveOptions } from '../src/options.js';
 import { webProfiler, type ProfilerOptions, type WebProfiler } from '../src/index.js';
 import type { Profile } from '../src/storage/profile.js';
 import { WriteQueue } from '../src/storage/queue.js';
@@ -324,6 +326,20 @@ describe('9. redaction covers every place a secret travels', () => {
     expect(stored).toContain('"user":"ada"');
     expect(stored).toContain('api_key=[redacted]');
   }, 30_000);
+
+  it('text: every form of a secret field goes, paths and the rest stay', () => {
+    const keys = resolveOptions({}, {}).redactKeys;
+    const cases: [string, string][] = [
+      ['not found at (/etc/passwd:1:1)', 'not found at (/etc/passwd:1:1)'],
+      ["{ user: 'a', password: 'x y' }", '{ user: \'a\', password: "[redacted]" }'],
+      ['token: abc def, ok', 'token: [redacted], ok'],
+      ['{"passwords": ["a", {"b": 1}], "n": 1}', '{"passwords": "[redacted]", "n": 1}'],
+      ['/login?p%61ssword=1&b=2', '/login?p%61ssword=[redacted]&b=2'],
+      ['5; url=/x?secret=s', '5; url=/x?secret=[redacted]'],
+      ['Authorization: Bearer xyz', 'Authorization: [redacted]'],
+    ];
+    for (const [text, redacted] of cases) expect(redactText(text, keys), text).toBe(redacted);
+  });
 });
 
 describe('11. every error that reaches Express is in the profile, whichever handler answers', () => {

@@ -48,8 +48,11 @@ export function redactValue(value: unknown, keys: string[]): unknown {
   return walk(value);
 }
 
-/** `key: value`, `"key": value`, `'key': value` (JSON, util.inspect, prose): the key, then where its value starts. */
-const KEY_COLON = /("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[A-Za-z_$][\w$-]*)\s*[:=]>?\s*/g;
+/**
+ * `key: value`, `"key": value`, `'key': value` (JSON, util.inspect, prose): the key, then where its
+ * value starts. A key that continues a word or a path (`/etc/passwd:1:1`) is none.
+ */
+const KEY_COLON = /(?<![\w$./\\-])("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[A-Za-z_$][\w$-]*)\s*[:=]>?\s*/g;
 /** `name=value` in a query string, a form body or a cookie-like list; the name may be percent-encoded. */
 const NAME_EQUALS = /(^|[&?;,\s])([^=&?;,\s]+)=([^&?;,\s#]*)/g;
 
