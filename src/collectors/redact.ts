@@ -143,10 +143,13 @@ export function redactHeaders(headers: Record<string, unknown>, keys: string[]):
     else if (n === 'cookie') out[name] = redactCookieHeader(String(value));
     else if (n === 'set-cookie') out[name] = (Array.isArray(value) ? value : [value]).map((v) => redactSetCookie(String(v)));
     else if (isSecretKey(n, keys) && !PUBLIC_HEADERS.has(n)) out[name] = REDACTED;
-    else out[name] = Array.isArray(value) ? value.map((v) => redactText(String(v), keys)) : redactText(String(value), keys);
+    else out[name] = Array.isArray(value) ? value.map((v) => redactParameters(String(v), keys)) : redactParameters(String(value), keys);
   }
   return out;
 }
+
+/** A header value carries a secret as a parameter (`?token=`, `url=…?secret=`), if at all: one without `=` is left as it is. */
+const redactParameters = (value: string, keys: string[]) => (value.includes('=') ? redactText(value, keys) : value);
 
 const redactCredentials = (name: string, value: string) => {
   const scheme = /^([A-Za-z][\w-]*)\s+\S/.exec(value);

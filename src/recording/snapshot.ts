@@ -164,6 +164,11 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     c.logs = ctx.logs.map((line) => {
       size += 64 + line.message.length;
       if (line.context === undefined) return line;
+      const flat = flatSize(line.context);
+      if (flat >= 0) {
+        size += flat;
+        return line;
+      }
       const context = bounded(line.context, LOG_CONTEXT_BUDGET);
       size += context.size;
       return { ...line, context: context.value };
@@ -184,6 +189,28 @@ const smallParsed = (req: Request, limit: number) => {
   const declared = Number(req.headers['content-length']);
   return declared > 0 && declared <= limit && req.complete;
 };
+
+/**
+ * The size of a context that is a small object of short plain values ({ total: 42 }), which
+ * crosses as it is, or -1 for any other, which is copied within a budget first.
+ */
+function flatSize(context: unknown): number {
+  if (context === null || typeof context !== 'object' || Object.getPrototypeOf(context) !== Object.prototype) return -1;
+  let size = 2;
+  let keys = 0;
+  try {
+    for (const key in context) {
+      const value = (context as Record<string, unknown>)[key];
+      if (++keys > 32 || (value !== null && typeof value === 'object') || typeof value === 'function' || typeof value === 'symbol') return -1;
+      if (typeof value === 'string' && value.length > 1000) return -1;
+      size += key.length + (typeof value === 'string' ? value.length : 8) + 4;
+    }
+  } catch {
+    // A getter that throws: the budgeted copy says so in its place.
+    return -1;
+  }
+  return size;
+}
 
 const QUERY_BUDGET = 16 * 1024;
 const LOG_CONTEXT_BUDGET = 16 * 1024;
@@ -265,11 +292,12 @@ export function headersFrom(pairs: string[]): Record<string, unknown> {
 }
 
 /**
- * The same capture with the app's own panels made plain: for the rare one that holds something a
- * thread cannot be sent, such as a function or a socket. Everything else was copied plain already.
+ * The same capture with what the app may have put there made plain (a parsed body it added to,
+ * its own panels): for the rare one that holds something a thread cannot be sent, such as a
+ * function or a socket. Everything else was copied plain already.
  */
 export function sendable(c: Captured): Captured {
-  return { ...c, extra: c.extra && (plain(c.extra) as Record<string, unknown>) };
+  return { ...c, body: plain(c.body), extra: c.extra && (plain(c.extra) as Record<string, unknown>) };
 }
 
 /**
