@@ -74,8 +74,12 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     pages,
     stopped: () => writer.stopped,
     store: read,
-    flush: () => writer.flush(),
+    flush: () => {
+      record.finishEnded();
+      return writer.flush();
+    },
     close: () => {
+      record.finishEnded();
       writer.close();
       reader.close();
       release(file);

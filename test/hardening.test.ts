@@ -257,6 +257,23 @@ describe('6. bodies bare Express survives are survived', () => {
   });
 });
 
+describe('flush() stores every request answered so far', () => {
+  it('a response ended a moment ago is stored, whole and not aborted, though its close has not come', async () => {
+    let stored = -1;
+    const { url, database } = await serve((app, p) => {
+      app.get('/now', (_req, res) => {
+        res.send('answered');
+        // Before Node has even written it: the app has said all it will say.
+        stored = p.flush();
+      });
+    });
+    expect(await (await fetch(`${url}/now`)).text()).toBe('answered');
+    expect(stored).toBe(1);
+    const [row] = readRows(database);
+    expect(row.collectors.response).toMatchObject({ status: 200, aborted: false, body: { text: 'answered' } });
+  });
+});
+
 describe('8. one value that cannot be stored costs its own panel only', () => {
   it('a BigInt or a cycle in an app panel: every profile stored, the panel noted', async () => {
     const { url, profiler, database, errors } = await serve((app) => {

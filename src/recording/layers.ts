@@ -168,15 +168,20 @@ function entered(ctx: RequestContext, layer: RouterLayer, req: { baseUrl?: strin
  * (hookLoadedRouters), so that the first request is seen too.
  */
 function hookDone(app: unknown): void {
-  const a = app as { router?: unknown; _router?: unknown };
-  let router: { handle?: Handler } | undefined;
-  try {
-    router = ('_router' in a ? a._router : a.router) as typeof router;
-  } catch {
-    return;
-  }
+  const router = appRouter(app) as { handle?: Handler } | undefined;
   if (!router || typeof router.handle !== 'function' || Object.prototype.hasOwnProperty.call(router, 'handle')) return;
   router.handle = endSeen(router.handle);
+}
+
+/** An app's own router: app._router in Express 4, app.router in Express 5 (whose getter Express 4 makes throw). */
+function appRouter(app: unknown): unknown {
+  const a = app as { router?: unknown; _router?: unknown } | undefined;
+  if (!a) return undefined;
+  try {
+    return '_router' in a ? a._router : a.router;
+  } catch {
+    return undefined;
+  }
 }
 
 function endSeen(original: Handler): Handler {
@@ -200,8 +205,8 @@ const hookedRouters = new WeakSet<object>();
 
 /**
  * The router classes of Express 4 and 5 that are loaded already: each router's first call decides
- * its own `handle` for good: the end hook when it is an app's own router (no request is recorded
- * yet when it starts), its original when it is nested in a recorded request.
+ * its own `handle` for good: the end hook when it is the router of the app handling the request
+ * (no request recorded yet), its original when it is nested in one.
  */
 export function hookLoadedRouters(): void {
   for (const [file, mod] of Object.entries(requireCache)) {
@@ -213,7 +218,10 @@ export function hookLoadedRouters(): void {
     hookedRouters.add(proto);
     const original = proto.handle as Handler;
     proto.handle = function handle(this: object, req: unknown, res: unknown, callback: unknown) {
-      const own = contextOf(res) === undefined && typeof callback === 'function' ? endSeen(original) : original;
+      // Express 5 has set req.app by now; Express 4 sets it in the router's first layer.
+      const app = (req as { app?: unknown } | undefined)?.app;
+      const top = typeof callback === 'function' && contextOf(res) === undefined && (app === undefined || appRouter(app) === this);
+      const own = top ? endSeen(original) : original;
       Object.defineProperty(this, 'handle', { value: own, writable: true, configurable: true });
       return own.call(this, req, res, callback);
     };

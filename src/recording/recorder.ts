@@ -22,7 +22,7 @@ export function recorder(deps: RecorderDeps) {
   const { nextToken, ...settings } = deps;
   let lastApp: unknown;
 
-  return function webProfilerRecorder(req: Request, res: Response, next: NextFunction) {
+  return Object.assign(function webProfilerRecorder(req: Request, res: Response, next: NextFunction) {
     patchPrototypes(req, res);
     const ctx: RequestContext = {
       recorder: settings,
@@ -57,10 +57,19 @@ export function recorder(deps: RecorderDeps) {
       lastApp = req.app;
     }
     requestStarted(ctx, next);
-  };
+  }, { finishEnded: () => finishEnded(settings) });
+}
+
+/** Responses the app has ended whose 'close' has not come yet: what flush() must not miss. */
+const ended = new Set<Tracked>();
+
+/** Finish now the requests of `recorder` whose responses the app has ended: flush() then stores every answered request. */
+export function finishEnded(recorder: RecorderSettings): void {
+  for (const res of ended) if (res[kContext]?.recorder === recorder) finish.call(res);
 }
 
 function finish(this: Tracked) {
+  ended.delete(this);
   const ctx = this[kContext];
   if (!ctx || ctx.end >= 0) return;
   try {
@@ -134,9 +143,11 @@ function patchPrototypes(req: Request, res: Response) {
     // Inside res.send, which has seen to the toolbar: the body is kept as the app gave it to send.
     if (ctx.sending !== undefined) {
       keep(ctx, chunk != null ? ctx.sending : chunk, encoding);
+      ended.add(this);
       return end0.call(this, chunk, encoding, cb);
     }
     keep(ctx, chunk, encoding);
+    ended.add(this);
     const injected = typeof chunk === 'string' || Buffer.isBuffer(chunk) ? withToolbar(this, ctx, chunk, encoding) : undefined;
     if (injected === undefined) return end0.call(this, chunk, encoding, cb);
     // The kept chunk is the app's: the profile shows the body the app wrote.

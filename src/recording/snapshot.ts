@@ -118,7 +118,8 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     duration: ctx.end,
     ttfb: ctx.ttfb,
     rss: rss(ctx.start + ctx.end),
-    aborted: !res.writableFinished,
+    // Not all sent, and either never ended by the app or cut off (a request finished early by flush() is neither).
+    aborted: !res.writableFinished && (res.destroyed || !res.writableEnded),
     ip: ipOf(req, remoteAddress),
     origin: ctx.origin,
     method: req.method ?? 'GET',
