@@ -64,7 +64,7 @@ export function recorder(deps: RecorderDeps) {
 const ended = new Set<Tracked>();
 
 /** Finish now the requests of `recorder` whose responses the app has ended: flush() then stores every answered request. */
-export function finishEnded(recorder: RecorderSettings): void {
+function finishEnded(recorder: RecorderSettings): void {
   for (const res of ended) if (res[kContext]?.recorder === recorder) finish.call(res);
 }
 
