@@ -22,7 +22,7 @@ export interface ProfilerOptions {
   maxAge?: number;
   /** Who may see the profiler: it lets in exactly the requests for which it returns (or resolves to) `true`. Default: see README, Access. */
   authorize?: (req: Request) => boolean | Promise<boolean>;
-  /** Shared secret for non-loopback clients (header X-Profiler-Secret, or ?_profiler_secret= once, then a cookie). Default: WEB_PROFILER_SECRET. */
+  /** Shared secret for clients that are not plainly local (header X-Profiler-Secret, or ?_profiler_secret= once, exchanged for a cookie). Default: WEB_PROFILER_SECRET. */
   secret?: string;
   /** Host names the profiler answers to besides loopback names (DNS rebinding guard). */
   allowedHosts?: string[];

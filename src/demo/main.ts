@@ -13,7 +13,7 @@ const server = demo.app.listen(config.port, config.host, () => {
   console.log(`Platform service (APP_ENV=${config.env})`);
   console.log(`  API        ${api}   (POST /api/authenticate, GET /api/me, HEAD /pub/status/db|web)`);
   console.log(`  Admin      ${admin}/`);
-  if (demo.profiler.options.enabled) console.log(`  Profiler   ${api}/_profiler/${config.env === 'staging' ? '   (loopback clients, or WEB_PROFILER_SECRET)' : ''}`);
+  if (demo.profiler.options.enabled) console.log(`  Profiler   ${api}/_profiler/${config.env === 'staging' ? '   (local clients, or WEB_PROFILER_SECRET)' : ''}`);
   if (demo.seeded) console.log(`  Seeded admin account: ${demo.seeded.username} / ${demo.seeded.password}   (shown once; stored hashed in ${config.platformDb})`);
 });
 
