@@ -65,7 +65,7 @@ export const DEFAULT_REDACT_KEYS = [
 const PRODUCTION = /^(prod|production)$/i;
 
 /** Any of the variables apps use to name their environment saying production turns the profiler and debug mode off. */
-export const isProduction = (env: NodeJS.ProcessEnv): boolean =>
+const isProduction = (env: NodeJS.ProcessEnv): boolean =>
   ['NODE_ENV', 'APP_ENV', 'ENVIRONMENT'].some((name) => PRODUCTION.test((env[name] ?? '').trim()));
 
 export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.ProcessEnv = process.env): ResolvedOptions {

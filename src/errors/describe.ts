@@ -118,7 +118,8 @@ function framesOf(stack: string, budget: { reads: number } | undefined): FrameIn
       column: f.column ?? 0,
       kind: kindOf(raw),
     }, raw);
-    if (frame.kind === 'app' && expanded < MAX_EXCERPTS && isExcerptable(frame.file, raw)) {
+    // A frame mapToSource moved to its source was checked there, as a source of a loaded map.
+    if (frame.kind === 'app' && expanded < MAX_EXCERPTS && isExcerptable(frame.file, raw, frame.file !== toPath(raw))) {
       expanded++;
       if (budget) frame.excerpt = excerptOf(frame.file, frame.line, budget);
       else frame.source = true;

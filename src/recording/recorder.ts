@@ -140,18 +140,13 @@ function patchPrototypes(req: Request, res: Response) {
   resProto.end = mark(function end(this: Tracked, chunk?: unknown, encoding?: unknown, cb?: unknown) {
     const ctx = this[kContext];
     if (ctx === undefined) return end0.call(this, chunk, encoding, cb);
-    // Inside res.send, which has seen to the toolbar: the body is kept as the app gave it to send.
-    if (ctx.sending !== undefined) {
-      keep(ctx, chunk != null ? ctx.sending : chunk, encoding);
-      ended.add(this);
-      return end0.call(this, chunk, encoding, cb);
-    }
-    keep(ctx, chunk, encoding);
+    // Inside res.send, which has seen to the toolbar, the body is kept as the app gave it to send;
+    // otherwise as the app wrote it, before any toolbar.
+    const sending = ctx.sending;
+    keep(ctx, sending !== undefined && chunk != null ? sending : chunk, encoding);
     ended.add(this);
-    const injected = typeof chunk === 'string' || Buffer.isBuffer(chunk) ? withToolbar(this, ctx, chunk, encoding) : undefined;
-    if (injected === undefined) return end0.call(this, chunk, encoding, cb);
-    // The kept chunk is the app's: the profile shows the body the app wrote.
-    return end0.call(this, injected, encoding, cb);
+    const injected = sending === undefined && (typeof chunk === 'string' || Buffer.isBuffer(chunk)) ? injectToolbar(this, ctx, chunk, encoding) : undefined;
+    return end0.call(this, injected ?? chunk, encoding, cb);
   });
   // Express's res.send computes Content-Length and ETag from the body and answers HEAD without it:
   // the toolbar goes in before, so that GET and HEAD agree and the ETag is the body's.
@@ -161,7 +156,7 @@ function patchPrototypes(req: Request, res: Response) {
       if (ctx === undefined || ctx.toolbar || (typeof body !== 'string' && !Buffer.isBuffer(body))) return send0.call(this, body);
       // What res.send does first for a string with no type, done a moment earlier so the toolbar can tell it is a page.
       if (typeof body === 'string' && this.getHeader('content-type') === undefined) (this as unknown as Response).type('html');
-      const injected = withToolbar(this, ctx, body, undefined);
+      const injected = injectToolbar(this, ctx, body, undefined);
       ctx.sending = body;
       try {
         return send0.call(this, injected ?? body);
@@ -173,7 +168,7 @@ function patchPrototypes(req: Request, res: Response) {
 }
 
 /** The body with the toolbar, or undefined: whatever goes wrong in there, the app's body goes out as it was. */
-function withToolbar<T extends string | Buffer>(res: Tracked, ctx: RequestContext, body: T, encoding: unknown): T | undefined {
+function injectToolbar<T extends string | Buffer>(res: Tracked, ctx: RequestContext, body: T, encoding: unknown): T | undefined {
   const inject = ctx.recorder.inject;
   if (inject === undefined || ctx.toolbar || res.req === undefined) return undefined;
   try {
@@ -192,59 +187,45 @@ const kOutHeaders = Object.getOwnPropertySymbols(new ServerResponse({ method: 'G
 /**
  * The headers argument of writeHead with the debug headers added, as the headers go out. A raw
  * array ([name, value, ...] or [[name, value], ...]) keeps its repeats only while nothing was set
- * through setHeader: then ours are appended to a copy of it. Otherwise they are set the usual way,
- * and Node merges the rest as it would have.
+ * through setHeader (Node then sends it as it is): ours are appended to a copy of it. Otherwise
+ * they are set the usual way, before Node sets the app's over them, so that the app's win.
  */
 function stamped(res: ServerResponse, ctx: RequestContext, headers: unknown): unknown {
-  if (!Array.isArray(headers)) {
-    // Set the usual way: headers given as an object are set after ours by Node, so the app's win.
-    if (!res.hasHeader('x-debug-token')) setDebugHeaders(res, ctx);
-    if (ctx.recorder.debug && !res.hasHeader('x-robots-tag')) res.setHeader('X-Robots-Tag', 'noindex');
-    return headers;
+  if (Array.isArray(headers) && kOutHeaders !== undefined && !(res as unknown as Record<symbol, unknown>)[kOutHeaders]) return withDebugPairs(ctx, headers);
+  if (!res.hasHeader('x-debug-token')) {
+    res.setHeader('X-Debug-Token', ctx.token);
+    const link = linkOf(ctx);
+    if (link !== undefined) res.setHeader('X-Debug-Token-Link', link);
   }
-  const ours = debugHeaders(res, ctx, headers);
-  if (ours.length === 0) return headers;
-  if (kOutHeaders !== undefined && !(res as unknown as Record<symbol, unknown>)[kOutHeaders]) {
-    if (headers.length > 0 && Array.isArray(headers[0])) return [...headers, ...ours];
-    if (headers.length % 2 === 0) return [...headers, ...ours.flat()];
-    return headers;
-  }
-  for (const [name, value] of ours) res.setHeader(name, value);
+  if (ctx.recorder.debug && !res.hasHeader('x-robots-tag')) res.setHeader('X-Robots-Tag', 'noindex');
   return headers;
 }
 
-function setDebugHeaders(res: ServerResponse, ctx: RequestContext): void {
-  res.setHeader('X-Debug-Token', ctx.token);
-  try {
-    res.setHeader('X-Debug-Token-Link', `${ctx.origin}/_profiler/${ctx.token}`);
-  } catch {
-    // A Host header Node refuses to echo back: the token alone still identifies the profile.
-  }
-}
-
-/** The debug headers a raw array of headers lacks. */
-function debugHeaders(res: ServerResponse, ctx: RequestContext, headers: unknown[]): [string, string][] {
+/** A raw array of headers with the debug headers it lacks appended, in its own shape. One Node refuses stays as it is. */
+function withDebugPairs(ctx: RequestContext, headers: unknown[]): unknown[] {
+  const nested = headers.length > 0 && Array.isArray(headers[0]);
+  if (!nested && headers.length % 2 !== 0) return headers;
   const given = new Set<string>();
-  const pairs = headers.length > 0 && Array.isArray(headers[0]);
-  for (let i = 0; i < headers.length; i += pairs ? 1 : 2) given.add(String(pairs ? (headers[i] as unknown[])[0] : headers[i]).toLowerCase());
-  const has = (name: string) => given.has(name) || res.hasHeader(name);
-  const out: [string, string][] = [];
-  if (!has('x-debug-token')) {
-    out.push(['X-Debug-Token', ctx.token]);
-    const link = `${ctx.origin}/_profiler/${ctx.token}`;
-    // A Host header Node refuses to echo back: the token alone still identifies the profile.
-    if (isValidHeaderValue(link)) out.push(['X-Debug-Token-Link', link]);
+  for (let i = 0; i < headers.length; i += nested ? 1 : 2) given.add(String(nested ? (headers[i] as unknown[])[0] : headers[i]).toLowerCase());
+  const ours: [string, string][] = [];
+  if (!given.has('x-debug-token')) {
+    ours.push(['X-Debug-Token', ctx.token]);
+    const link = linkOf(ctx);
+    if (link !== undefined) ours.push(['X-Debug-Token-Link', link]);
   }
-  if (ctx.recorder.debug && !has('x-robots-tag')) out.push(['X-Robots-Tag', 'noindex']);
-  return out;
+  if (ctx.recorder.debug && !given.has('x-robots-tag')) ours.push(['X-Robots-Tag', 'noindex']);
+  if (ours.length === 0) return headers;
+  return nested ? [...headers, ...ours] : [...headers, ...ours.flat()];
 }
 
-function isValidHeaderValue(value: string): boolean {
+/** The profile's absolute link, or undefined for a Host header Node refuses to echo back: the token alone still names the profile. */
+function linkOf(ctx: RequestContext): string | undefined {
+  const link = `${ctx.origin}/_profiler/${ctx.token}`;
   try {
-    validateHeaderValue('x', value);
-    return true;
+    validateHeaderValue('X-Debug-Token-Link', link);
+    return link;
   } catch {
-    return false;
+    return undefined;
   }
 }
 

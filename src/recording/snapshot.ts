@@ -161,7 +161,7 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
   }
   size += c.rawBody?.text.length ?? 0;
   if (ctx.logs.length > 0) {
-    // Log contexts are the app's live objects: copied now, bounded, as they were when the request finished.
+    // Log contexts are the app's live objects: a small flat one crosses as it is, any other is copied now, within a budget.
     c.logs = ctx.logs.map((line) => {
       size += 64 + line.message.length;
       if (line.context === undefined) return line;
@@ -279,7 +279,7 @@ export function headersOf(head: string): Record<string, unknown> {
  * Headers from [name, value, name, value, ...]: names in lower case, repeats as arrays, in an
  * object without a prototype, so that `constructor` or `__proto__` are headers like any other.
  */
-export function headersFrom(pairs: string[]): Record<string, unknown> {
+function headersFrom(pairs: string[]): Record<string, unknown> {
   const headers = Object.create(null) as Record<string, unknown>;
   for (let i = 0; i + 1 < pairs.length; i += 2) {
     const name = String(pairs[i]).toLowerCase();

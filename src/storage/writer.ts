@@ -16,7 +16,7 @@ const CALL_TIMEOUT_MS = 10_000;
 /** An explicit flush() or close() waits this long at most for a thread that is still starting. */
 const READY_TIMEOUT_MS = 5_000;
 /** What may wait for the writer, in bytes, for each profiler (captures on their way and profiles it could not store yet); beyond it new requests are not recorded, and counted. */
-export const MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
+const MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
 /** A thread that cannot start is tried again after 0.5, 1 and 2 s; then recording stops. */
 const START_ATTEMPTS = 4;
 const RETRY_BASE_MS = 500;
