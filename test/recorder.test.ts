@@ -161,10 +161,10 @@ describe('recorder: the stored profile', () => {
   });
 
   it('writes after the response, in batches', async () => {
-    const { url, profiler, database } = await start({ flushInterval: 60_000 });
+    const { url, profiler, database, errors } = await start({ flushInterval: 60_000 });
     await Promise.all(Array.from({ length: 20 }, () => fetch(`${url}/hello`)));
     expect(readRows(database)).toHaveLength(0);
-    expect(profiler.flush()).toBe(20);
+    expect(profiler.flush(), errors.join('\n')).toBe(20);
     expect(readRows(database)).toHaveLength(20);
   });
 

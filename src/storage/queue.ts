@@ -63,9 +63,10 @@ export class WriteQueue<T> {
     this.onError(message);
   }
 
+
   /** The store, opened on demand; undefined while it cannot be opened. */
-  open(): ProfileStore | undefined {
-    return this.handle.get();
+  open(now = false): ProfileStore | undefined {
+    return this.handle.get(now);
   }
 
   /** Mark the tokens written since we last looked, including other processes' into the same file. */
@@ -92,8 +93,11 @@ export class WriteQueue<T> {
     this.timer.unref();
   }
 
-  /** Write everything that waits. Synchronous; returns the number of profiles written. */
-  flush(): number {
+  /**
+   * Write everything that waits. Synchronous; returns the number of profiles written. `now` (an
+   * explicit flush()) tries a store that could not be opened at once, not after the pause.
+   */
+  flush(now = false): number {
     const changed = this.handle.changed();
     if (changed) {
       this.tell(changed === 'deleted'
@@ -122,7 +126,7 @@ export class WriteQueue<T> {
       this.dropped += over;
       this.tell(`profiler storage is behind: ${this.dropped} profiles dropped so far`);
     }
-    const store = this.built.length > 0 || this.morePrune ? this.open() : undefined;
+    const store = this.built.length > 0 || this.morePrune ? this.open(now) : undefined;
     if (this.built.length === 0) {
       if (store) this.prune(store);
       return 0;

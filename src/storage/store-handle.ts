@@ -23,9 +23,9 @@ export class StoreHandle {
     private readonly busyTimeout = 50,
   ) {}
 
-  /** The store, opened on demand; undefined while it cannot be opened. */
-  get(): ProfileStore | undefined {
-    if (this.store || this.closed || Date.now() < this.nextOpen) return this.store;
+  /** The store, opened on demand; undefined while it cannot be opened. `now` tries at once, pause or not. */
+  get(now = false): ProfileStore | undefined {
+    if (this.store || this.closed || (!now && Date.now() < this.nextOpen)) return this.store;
     let store: ProfileStore | undefined;
     try {
       store = ProfileStore.open(this.file, this.busyTimeout);

@@ -47,7 +47,7 @@ function handle(msg: ToWriter): void {
     case 'profiles':
       return queues.get(msg.id)?.push(msg.items);
     case 'flush':
-      return reply(msg.seq, queues.get(msg.id)?.flush() ?? 0);
+      return reply(msg.seq, queues.get(msg.id)?.flush(true) ?? 0);
     case 'close':
       queues.get(msg.id)?.close();
       queues.delete(msg.id);
