@@ -34,6 +34,12 @@ export interface ProfilerOptions {
   flushInterval?: number;
   /** Panels of your own, shown after the core ones. */
   collectors?: Collector[];
+  /** A query that takes at least this many milliseconds is marked slow. Default 100. */
+  slowQuery?: number;
+  /** Host names, besides loopback ones, whose calls from a recorded request carry X-Debug-Parent-Token. Default none. */
+  linkHosts?: string[];
+  /** Add a Server-Timing header (db, http, app) to the app's responses, for browser devtools. Default off: it is a header the app did not set. */
+  serverTiming?: boolean;
 }
 
 export interface ResolvedOptions {
@@ -53,6 +59,9 @@ export interface ResolvedOptions {
   flushInterval: number;
   /** The app's own panels. */
   collectors: Collector[];
+  slowQuery: number;
+  linkHosts: string[];
+  serverTiming: boolean;
   /** Every panel in menu order: the core ones, then the app's. */
   panels: PanelInfo[];
 }
@@ -89,6 +98,9 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
     onError: options.onError ?? ((message) => process.stderr.write(`[web-profiler] ${message}\n`)),
     flushInterval: options.flushInterval ?? 100,
     collectors: options.collectors ?? [],
+    slowQuery: options.slowQuery ?? 100,
+    linkHosts: (options.linkHosts ?? []).map((h) => h.toLowerCase()),
+    serverTiming: options.serverTiming ?? false,
     panels: [...corePanels, ...(options.collectors ?? [])],
   };
 }

@@ -15,6 +15,9 @@ import type { ProfileStore } from './storage/store.js';
 import { ProfileWriter } from './storage/writer.js';
 import { profilerPages } from './web/profiler-pages.js';
 import { withToolbar } from './web/toolbar.js';
+import { instrumentLoaded } from './inside/drivers/index.js';
+import { ExplainRegistry } from './inside/explain.js';
+import { recordHttpCalls } from './inside/http-client.js';
 
 export interface WebProfiler extends RequestHandler {
   /** Mount after the app's routes: answers requests no route took. */
@@ -38,8 +41,8 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const options = resolveOptions(userOptions);
   if (!options.enabled) return assemble(options);
   const file = fileFor(options.database);
-  const { maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys } = options;
-  const writer = new ProfileWriter({ database: file, maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys }, options.onError);
+  const { maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, slowQuery } = options;
+  const writer = new ProfileWriter({ database: file, maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, slowQuery }, options.onError);
   // The pages read through a connection of this thread's own; the writer thread tells any trouble.
   // Opened now, at start-up, so that the tokens already stored are known before the first request.
   const reader = new StoreHandle(file, () => {}, (store) => {
@@ -49,11 +52,21 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const tellOwn = onceEach(options.onError);
   captureConsole();
   hookLoadedRouters();
+  recordHttpCalls();
+  const findDrivers = () => instrumentLoaded(tellOwn);
+  findDrivers();
+  const explainable = new ExplainRegistry();
   const record = recorder({
     debug,
     bodyLimit,
+    linkHosts: options.linkHosts,
     nextToken: tokenSource(options.tokenLength, writer.taken),
-    done: (ctx) => writer.push(capture(ctx, options.collectors, options, tellOwn)),
+    appSeen: findDrivers,
+    done: (ctx) => {
+      writer.push(capture(ctx, options.collectors, options, tellOwn));
+      if (ctx.inside !== undefined) explainable.keep(ctx.token, ctx.inside.queries);
+    },
+    serverTiming: options.serverTiming,
     inject: debug ? withToolbar : undefined,
     failed: (err) => tellOwn(`recording a request failed: ${(err as Error)?.message ?? err}`),
   });
@@ -63,6 +76,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   };
   const pages = profilerPages({
     options,
+    explainable,
     // A page never waits for the writer: what waits on this thread is handed over, and the page shows what is stored.
     store: () => {
       writer.handoff();

@@ -7,6 +7,8 @@ export interface PanelOptions {
   debug: boolean;
   bodyLimit: number;
   redactKeys: string[];
+  /** Milliseconds from which a query is marked slow. */
+  slowQuery: number;
 }
 
 /** What the profile pages need of any panel: its place in the menu and its badge. */

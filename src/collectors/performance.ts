@@ -1,5 +1,21 @@
 import type { Span } from '../recording/context.js';
+import type { Snapshot } from '../recording/snapshot.js';
 import type { CorePanel } from './collector.js';
+import { redactText } from './redact.js';
+import { redactStatement } from './sql.js';
+
+/** A row of the timeline: a router layer, or what ran inside one (a query, an HTTP call, a span of the app's). */
+export interface TimelineItem {
+  name: string;
+  kind: Span['kind'] | 'query' | 'http' | 'span';
+  /** Milliseconds since the request arrived. */
+  start: number;
+  end: number;
+  /** 0 for a layer; 1 for what ran in it; more for what ran inside an app's span. */
+  depth: number;
+  /** Failed (a query or call that errored, a span that threw). */
+  error?: boolean;
+}
 
 export interface PerformanceData {
   /** Milliseconds. */
@@ -8,13 +24,46 @@ export interface PerformanceData {
   /** Resident set size of the process when the response finished, in bytes. */
   rss: number;
   spans: Span[];
+  timeline: TimelineItem[];
 }
 
 const round = (ms: number) => Math.round(ms * 1000) / 1000;
+const MAX_NAME = 120;
+const short = (name: string) => (name.length > MAX_NAME ? `${name.slice(0, MAX_NAME - 1)}…` : name);
+
+/**
+ * Layers in the order they ran, each followed by what started while it ran, in start order;
+ * what ran inside an app's span sits one level deeper than the span.
+ */
+function timelineOf(s: Snapshot, keys: string[]): TimelineItem[] {
+  const inner: TimelineItem[] = [];
+  const inside = s.inside;
+  if (inside) {
+    for (const q of inside.queries) inner.push({ name: short(redactStatement(q.sql, undefined, keys).sql.replace(/\s+/g, ' ').trim()), kind: 'query', start: q.start, end: q.end, depth: 1, ...(q.error ? { error: true } : {}) });
+    for (const c of inside.calls) inner.push({ name: short(`${c.method} ${redactText(c.url, keys)}`), kind: 'http', start: c.start, end: c.end, depth: 1, ...(c.error || (c.status ?? 0) >= 500 ? { error: true } : {}) });
+    for (const m of inside.marks) inner.push({ name: short(m.name), kind: 'span', start: m.start, end: m.end, depth: 1, ...(m.error ? { error: true } : {}) });
+  }
+  inner.sort((a, b) => a.start - b.start || b.end - a.end);
+  const open: TimelineItem[] = [];
+  for (const item of inner) {
+    while (open.length > 0 && !(item.start >= open[open.length - 1].start && item.end <= open[open.length - 1].end)) open.pop();
+    item.depth = 1 + open.length;
+    if (item.kind === 'span') open.push(item);
+  }
+  const rows: TimelineItem[] = [];
+  let next = 0;
+  s.spans.forEach((layer, i) => {
+    rows.push({ name: layer.name, kind: layer.kind, start: layer.start, end: layer.end, depth: 0 });
+    const until = i + 1 < s.spans.length ? s.spans[i + 1].start : Infinity;
+    while (next < inner.length && inner[next].start < until) rows.push(inner[next++]);
+  });
+  while (next < inner.length) rows.push(inner[next++]);
+  return rows;
+}
 
 export const performance: CorePanel<PerformanceData> = {
   id: 'performance',
   title: 'Performance',
-  collect: (s) => ({ total: round(s.duration), ttfb: round(s.ttfb), rss: s.rss, spans: s.spans }),
+  collect: (s, options) => ({ total: round(s.duration), ttfb: round(s.ttfb), rss: s.rss, spans: s.spans, timeline: timelineOf(s, options.redactKeys) }),
   badge: (data) => `${Math.round(data.total)} ms`,
 };

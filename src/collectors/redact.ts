@@ -6,7 +6,7 @@ const SECRET_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-profi
 const AUTH_SCHEMES = /^(basic|bearer|digest|negotiate|ntlm|hoba|mutual|token|dpop|gnap|vapid|scram-sha-1|scram-sha-256|aws4-hmac-sha256|apikey)$/i;
 /** Headers whose names look secret but whose values are not: our own, and challenges or lists of header names. */
 const PUBLIC_HEADERS = new Set([
-  'x-debug-token', 'x-debug-token-link', 'x-previous-debug-token', 'www-authenticate', 'proxy-authenticate',
+  'x-debug-token', 'x-debug-token-link', 'x-previous-debug-token', 'x-debug-parent-token', 'x-debug-parent-link', 'www-authenticate', 'proxy-authenticate',
   'access-control-allow-credentials', 'access-control-allow-headers', 'access-control-request-headers', 'access-control-expose-headers',
 ]);
 

@@ -59,6 +59,8 @@ export interface RequestContext {
   bodySize: number;
   /** req.log, made when the app first uses it. */
   log: import('./logger.js').Logger | undefined;
+  /** Queries, outgoing calls and spans: made on the first of them. */
+  inside: import('../inside/inside.js').Inside | undefined;
 }
 
 /** What the response's wrappers need of the recorder that owns a context. */
@@ -69,6 +71,10 @@ export interface RecorderSettings {
   done: (ctx: RequestContext) => void;
   /** The body with the toolbar in it, or undefined to send it as it is. */
   inject?: <T extends string | Buffer>(req: IncomingMessage, res: ServerResponse, token: string, body: T, encoding: unknown) => T | undefined;
+  /** Add Server-Timing to the app's responses. */
+  serverTiming: boolean;
+  /** Hosts besides loopback whose calls carry the parent token. */
+  linkHosts: string[];
   /** Trouble of the recorder's own, after the response: told, never thrown at the app. */
   failed: (err: unknown) => void;
 }
@@ -81,31 +87,32 @@ export const contextOf = (res: unknown): RequestContext | undefined =>
   (res as { [kContext]?: RequestContext } | null)?.[kContext];
 
 /*
- * Which request is running, for the exported logger and console capture (req.log needs none of
- * this). AsyncLocalStorage follows a request across awaits, but on Node 20 it costs something on
- * every async resource the process creates, so it is switched on only once the app is seen to
- * need it: a line logged while requests are in flight, outside any router layer's synchronous
- * code. Until then a line belongs to the request whose layer is running, or else to the only
- * request in flight (`lone`, never one begun with tracking on); that same line switches tracking
- * on for every request after it.
+ * Which request is running, for the exported logger, console capture, database drivers, outgoing
+ * calls and spans (req.log needs none of this). AsyncLocalStorage follows a request across
+ * awaits, but on Node 20 it costs something on every async resource the process creates, so it is
+ * switched on only once the app is seen to need it: a line logged while requests are in flight
+ * outside any router layer's synchronous code, or a first query, call or span. Until then a line
+ * belongs to the request whose layer is running, or else to the only request in flight begun
+ * without tracking; such a line switches tracking on for every request after it.
  */
 const requestStore = new AsyncLocalStorage<RequestContext>();
 let tracking = false;
 let running: RequestContext | undefined;
-let inFlight = 0;
-let lone: RequestContext | undefined;
+/** Requests in flight that began while tracking was off: they are not in requestStore. */
+const untracked = new Set<RequestContext>();
 
 /** A recorded request starts: runs `next` in its async context once tracking is on. */
 export function requestStarted(ctx: RequestContext, next: () => void): void {
-  lone = ++inFlight === 1 && !tracking ? ctx : undefined;
   if (tracking) requestStore.run(ctx, next);
-  else next();
+  else {
+    untracked.add(ctx);
+    next();
+  }
 }
 
 /** A recorded request has finished. */
 export function requestFinished(ctx: RequestContext): void {
-  inFlight--;
-  if (lone === ctx) lone = undefined;
+  untracked.delete(ctx);
 }
 
 /** A router layer of ctx's starts running: returns the request it interrupts, for leave(). */
@@ -119,9 +126,17 @@ export function leave(outer: RequestContext | undefined): void {
   running = outer;
 }
 
+/** The one untracked request in flight, if there is exactly one. */
+const sole = (): RequestContext | undefined => (untracked.size === 1 ? untracked.values().next().value : undefined);
+
 export function currentContext(): RequestContext | undefined {
-  if (tracking) return requestStore.getStore() ?? running ?? lone;
-  if (running !== undefined || inFlight === 0) return running;
+  if (tracking) return requestStore.getStore() ?? running ?? sole();
+  if (running !== undefined || untracked.size === 0) return running;
   tracking = true;
-  return lone;
+  return sole();
+}
+
+/** Follow requests across awaits from now on: the app runs queries, calls or spans, which come after awaits. */
+export function trackRequests(): void {
+  tracking = true;
 }

@@ -4,6 +4,8 @@ import { performance } from 'node:perf_hooks';
 import { contextOf, kContext, requestFinished, requestStarted, type RecorderSettings, type RequestContext } from './context.js';
 import { hookLayers } from './layers.js';
 import { logger, RequestLogger } from './logger.js';
+import { serverTiming } from '../inside/inside.js';
+import { isToken } from './token.js';
 import { originOf } from './url.js';
 
 type Method = (this: ServerResponse, ...args: unknown[]) => unknown;
@@ -11,6 +13,8 @@ type Tracked = ServerResponse & { [kContext]?: RequestContext; req?: IncomingMes
 
 export interface RecorderDeps extends RecorderSettings {
   nextToken: () => string;
+  /** An app's first request: by now it has loaded its drivers. */
+  appSeen: () => void;
 }
 
 /**
@@ -19,7 +23,7 @@ export interface RecorderDeps extends RecorderSettings {
  * wrappers act for whichever recorder owns the response.
  */
 export function recorder(deps: RecorderDeps) {
-  const { nextToken, ...settings } = deps;
+  const { nextToken, appSeen, ...settings } = deps;
   let lastApp: unknown;
 
   return Object.assign(function webProfilerRecorder(req: Request, res: Response, next: NextFunction) {
@@ -28,7 +32,7 @@ export function recorder(deps: RecorderDeps) {
       recorder: settings,
       token: nextToken(),
       origin: originOf(req),
-      parent: null,
+      parent: parentOf(req),
       time: Date.now(),
       start: performance.now(),
       ttfb: -1,
@@ -48,16 +52,24 @@ export function recorder(deps: RecorderDeps) {
       bodyKept: 0,
       bodySize: 0,
       log: undefined,
+      inside: undefined,
     };
     (res as Tracked)[kContext] = ctx;
     // 'close' follows 'finish' on every response (keep-alive too) and also comes alone on abort.
     res.on('close', finish);
     if (req.app !== lastApp) {
       hookLayers(req.app);
+      appSeen();
       lastApp = req.app;
     }
     requestStarted(ctx, next);
   }, { finishEnded: () => finishEnded(settings) });
+}
+
+/** The profile of the request that made this call, when the caller runs a profiler too (see inside/http-client.ts). */
+function parentOf(req: Request): string | null {
+  const parent = req.headers['x-debug-parent-token'];
+  return isToken(parent) ? parent : null;
 }
 
 /** Responses the app has ended whose 'close' has not come yet: what flush() must not miss. */
@@ -198,6 +210,10 @@ function stamped(res: ServerResponse, ctx: RequestContext, headers: unknown): un
     if (link !== undefined) res.setHeader('X-Debug-Token-Link', link);
   }
   if (ctx.recorder.debug && !res.hasHeader('x-robots-tag')) res.setHeader('X-Robots-Tag', 'noindex');
+  if (ctx.recorder.serverTiming) {
+    const given = res.getHeader('server-timing');
+    res.setHeader('Server-Timing', given === undefined ? serverTiming(ctx) : [...[given].flat().map(String), serverTiming(ctx)]);
+  }
   return headers;
 }
 
@@ -214,6 +230,7 @@ function withDebugPairs(ctx: RequestContext, headers: unknown[]): unknown[] {
     if (link !== undefined) ours.push(['X-Debug-Token-Link', link]);
   }
   if (ctx.recorder.debug && !given.has('x-robots-tag')) ours.push(['X-Robots-Tag', 'noindex']);
+  if (ctx.recorder.serverTiming) ours.push(['Server-Timing', serverTiming(ctx)]);
   if (ours.length === 0) return headers;
   return nested ? [...headers, ...ours] : [...headers, ...ours.flat()];
 }

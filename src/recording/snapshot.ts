@@ -8,6 +8,7 @@ import { describeException, type ExceptionData } from '../errors/describe.js';
 import type { ResolvedOptions } from '../options.js';
 import type { LogLine, RequestContext, Span } from './context.js';
 import { describeTrail, spansOf } from './layers.js';
+import { captureInside, type CapturedInside } from '../inside/capture.js';
 
 /** A body kept as bytes: at most bodyLimit + 1 of them (enough to tell it was cut), and its full size. */
 export interface RawBody {
@@ -56,6 +57,7 @@ export interface Snapshot {
   spans: Span[];
   logs: LogLine[];
   exception?: ExceptionData;
+  inside?: CapturedInside;
   /** The app's own panels, collected on the request's thread (they may read req and res). */
   extra: Record<string, unknown>;
   extraErrors?: Record<string, string>;
@@ -92,6 +94,7 @@ export interface Captured extends Pick<Snapshot, 'token' | 'parent' | 'time' | '
   trail: unknown[];
   logs?: LogLine[];
   exception?: ExceptionData;
+  inside?: CapturedInside;
   extra?: Record<string, unknown>;
   extraErrors?: Record<string, string>;
 }
@@ -141,6 +144,7 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     trail: describeTrail(ctx.trail),
     logs: undefined,
     exception: exceptionOf(ctx),
+    inside: undefined,
     extra: undefined,
     extraErrors: undefined,
   };
@@ -174,6 +178,11 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
       size += context.size;
       return { ...line, context: context.value };
     });
+  }
+  if (ctx.inside !== undefined) {
+    const inside = captureInside(ctx.inside, ctx.end);
+    c.inside = inside.value;
+    size += inside.size;
   }
   if (c.exception) for (const e of c.exception.chain) size += 256 + e.message.length + e.stack.length + e.frames.length * 128;
   if (own.length > 0) {
@@ -260,6 +269,7 @@ export function snapshotOf(c: Captured): Snapshot {
     spans: spansOf(c.trail, c.duration),
     logs: c.logs ?? [],
     exception: c.exception,
+    inside: c.inside,
     extra: c.extra ?? {},
     extraErrors: c.extraErrors,
   };

@@ -10,15 +10,19 @@ import { parseSearch } from './search-params.js';
 import { renderToolbar } from './toolbar.js';
 import { sendPage, serverTiming } from './views.js';
 import { performance } from 'node:perf_hooks';
+import type { ExplainRegistry } from '../inside/explain.js';
+import { redactStatement } from '../collectors/sql.js';
 
 export interface PagesDeps {
   options: ResolvedOptions;
+  /** The SELECTs of recent requests, by reference, for EXPLAIN. */
+  explainable: ExplainRegistry;
   /** The store as it is: a page never waits for the writer (a profile a few ms old may not be there yet). */
   store(): ProfileStore | undefined;
 }
 
 /** Panels that have a view of their own; any other (a user's collector) is shown as data. */
-const VIEWS = new Set(['request', 'response', 'exception', 'logs', 'performance', 'routing', 'config']);
+const VIEWS = new Set(['request', 'response', 'exception', 'logs', 'performance', 'db', 'http_client', 'routing', 'config']);
 
 const wantsJson = (req: Request) => {
   const accept = req.headers.accept ?? '';
@@ -64,7 +68,7 @@ export function profilerPages(deps: PagesDeps) {
     sendPage(res, 200, 'profiler/list', { title: mode === 'list' ? 'Latest requests' : 'Search', nav: mode, rows, form, older, mode, paged: Boolean(filter.before) });
   }
 
-  function profilePage(req: Request, res: Response, token: string) {
+  async function profilePage(req: Request, res: Response, token: string) {
     const store = withStore(req, res);
     if (!store) return;
     const profile = store.read(token);
@@ -85,7 +89,12 @@ export function profilerPages(deps: PagesDeps) {
     }
     const data = profile.collectors[panelId];
     const routes = panelId === 'routing' && data ? routeTable(req.app, (data as { path: string }).path) : undefined;
+    // ?explain=N opens query N's plan inside the db panel.
+    const asking = panelId === 'db' && typeof req.query.explain === 'string' && /^\d{1,4}$/.test(req.query.explain) ? Number(req.query.explain) : undefined;
+    const explained = asking === undefined ? undefined : { n: asking, ...(await deps.explainable.explain(token, asking)) };
     sendPage(res, 200, 'profiler/profile', {
+      explained,
+      parentLink: parentLinkOf(profile),
       title: `${profile.method} ${profile.url} · ${token}`,
       profile,
       panels,
@@ -109,14 +118,18 @@ export function profilerPages(deps: PagesDeps) {
       return (writeHead as (...a: unknown[]) => Response).apply(this, args);
     } as typeof res.writeHead;
     const verdict = checkAccess(req, options);
+    const failed = (err: unknown) => {
+      if (!res.headersSent) fail(req, res, 500, 'Profiler error', String(err));
+      else res.destroy();
+    };
     if ('then' in verdict) {
-      verdict.then((v) => route(req, res, v), (err) => fail(req, res, 500, 'Profiler error', String(err)));
+      verdict.then((v) => route(req, res, v), failed).then(undefined, failed);
       return;
     }
-    route(req, res, verdict);
+    route(req, res, verdict)?.then(undefined, failed);
   };
 
-  function route(req: Request, res: Response, verdict: Verdict) {
+  function route(req: Request, res: Response, verdict: Verdict): Promise<void> | void {
     if (!verdict.ok) return fail(req, res, 403, 'Access denied', verdict.reason);
     if (exchangeQuerySecret(req, res, options)) return;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -150,12 +163,22 @@ export function profilerPages(deps: PagesDeps) {
     }
     const wdt = /^\/_wdt\/([^/]*)$/.exec(path);
     if (wdt) return toolbar(req, res, wdt[1]);
+    const explain = /^\/_profiler\/([0-9a-f]{6,32})\/db\/(\d{1,4})\/explain$/.exec(path);
+    if (explain) return explainPage(req, res, explain[1], Number(explain[2]));
     const match = /^\/_profiler\/([^/]+)\/?$/.exec(path);
     if (match && isToken(match[1])) return profilePage(req, res, match[1]);
     const shown = match ? safeDecode(match[1]) : path;
     return fail(req, res, 404, 'Profile not found', match
       ? `"${shown}" is not a token: tokens are 6 to 32 lowercase hex characters.`
       : `The profiler has no page at ${shown}.`);
+  }
+
+  /** A query's plan, by reference: the SQL and the connection are the app's own, never anything the browser sends. */
+  async function explainPage(req: Request, res: Response, token: string, n: number) {
+    const result = await deps.explainable.explain(token, n);
+    if (!result.ok) return fail(req, res, 404, 'Cannot explain', result.reason, { token, query: n });
+    if (wantsJson(req)) return void res.json({ token, query: n, driver: result.driver, plan: result.plan });
+    sendPage(res, 200, 'profiler/explain', { title: `Query plan · ${token} #${n}`, token, n, plan: result.plan, driver: result.driver, sql: redactStatement(result.sql, undefined, options.redactKeys).sql });
   }
 
   function toolbar(req: Request, res: Response, token: string) {
@@ -203,12 +226,30 @@ export function toolbarSummary(profile: Profile) {
     route: c.routing?.route ?? null,
     duration: profile.duration,
     rss: c.performance?.rss ?? null,
+    queries: c.db?.count ?? 0,
+    queryTime: c.db?.time ?? 0,
+    nPlusOne: c.db?.nPlusOne ?? 0,
+    calls: c.http_client?.count ?? 0,
+    callErrors: c.http_client?.errors ?? 0,
     logs: c.logs?.lines?.length ?? 0,
     errors: (c.logs?.counts?.error ?? 0) + (c.exception ? 1 : 0),
     warnings: c.logs?.counts?.warn ?? 0,
     exception: c.exception?.chain?.[0] ? `${c.exception.chain[0].class}: ${c.exception.chain[0].message}` : null,
     profile: `/_profiler/${profile.token}`,
   };
+}
+
+/** Where the calling request's profile is: the link the caller sent with its token, when it is a plain http(s) URL to that token. */
+function parentLinkOf(profile: Profile): string | undefined {
+  const headers = (profile.collectors.request as { headers?: Record<string, unknown> } | undefined)?.headers;
+  const link = headers?.['x-debug-parent-link'];
+  if (profile.parent === null || typeof link !== 'string') return undefined;
+  try {
+    const url = new URL(link);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.pathname === `/_profiler/${profile.parent}` ? url.href : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const safeDecode = (s: string) => {

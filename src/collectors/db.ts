@@ -1,0 +1,130 @@
+import type { CapturedQuery, ErrorSummary } from '../inside/capture.js';
+import type { CorePanel } from './collector.js';
+import { duration, layerAt } from './inside-layers.js';
+import { redactText } from './redact.js';
+import { redactStatement, runnableSql } from './sql.js';
+
+export interface QueryData {
+  /** Its number in the request, from 0: the EXPLAIN link's. */
+  n: number;
+  driver: string;
+  sql: string;
+  params: unknown;
+  /** The statement with its parameters written in; redacted ones keep their placeholders. */
+  runnable: string;
+  /** Milliseconds since the request arrived, and taken. */
+  start: number;
+  duration: number;
+  /** Milliseconds spent waiting for a pooled connection first. */
+  wait?: number;
+  rows?: number;
+  error?: ErrorSummary;
+  caller?: string;
+  layer?: string;
+  slow: boolean;
+  /** Run ≥ N_PLUS_ONE times from this caller line: a likely N+1. */
+  nPlusOne: boolean;
+  /** Its group in `groups`. */
+  group: number;
+  /** A SELECT: the panel offers EXPLAIN (which works while the app keeps the connection open). */
+  explainable: boolean;
+}
+
+export interface QueryGroup {
+  sql: string;
+  count: number;
+  time: number;
+  /** The same statement with the same parameters, run again. */
+  duplicates: number;
+  nPlusOne: boolean;
+  callers: { caller: string; count: number }[];
+}
+
+export interface DbData {
+  count: number;
+  time: number;
+  queries: QueryData[];
+  /** Statements past the per-request cap: counted and timed, not shown. */
+  omitted: number;
+  groups: QueryGroup[];
+  /** Groups flagged as likely N+1. */
+  nPlusOne: number;
+  slow: number;
+  errors: number;
+  slowThreshold: number;
+}
+
+/** A statement run this many times from the same line in one request is flagged. */
+export const N_PLUS_ONE = 5;
+
+const SELECT = /^\s*(select|with)\b/i;
+
+/**
+ * The request's database statements: each redacted (literals and parameters of secret-looking
+ * columns, like every other value), timed, placed under the layer that ran it, grouped by
+ * statement, with likely N+1 loops flagged.
+ */
+export const db: CorePanel<DbData> = {
+  id: 'db',
+  title: 'Database',
+  collect(s, options) {
+    const inside = s.inside;
+    if (inside === undefined || inside.queryCount === 0) return undefined;
+    const keys = options.redactKeys;
+    const groups = new Map<string, QueryGroup & { index: number; seen: Map<string, number>; byCaller: Map<string, number> }>();
+    const queries = inside.queries.map((q: CapturedQuery, n): QueryData => {
+      const statement = redactStatement(q.sql, q.params, keys);
+      const took = duration(q.start, q.end);
+      let group = groups.get(statement.sql);
+      if (group === undefined) {
+        group = { index: groups.size, sql: statement.sql, count: 0, time: 0, duplicates: 0, nPlusOne: false, callers: [], seen: new Map(), byCaller: new Map() };
+        groups.set(statement.sql, group);
+      }
+      group.count++;
+      group.time += took;
+      const same = JSON.stringify(q.params ?? null);
+      const seen = group.seen.get(same) ?? 0;
+      if (seen > 0) group.duplicates++;
+      group.seen.set(same, seen + 1);
+      const caller = q.caller ?? '(unknown)';
+      group.byCaller.set(caller, (group.byCaller.get(caller) ?? 0) + 1);
+      const data: QueryData = {
+        n,
+        driver: q.driver,
+        sql: statement.sql,
+        params: statement.params,
+        runnable: runnableSql(statement.sql, statement.params, statement.hidden),
+        start: q.start,
+        duration: took,
+        slow: took >= options.slowQuery,
+        nPlusOne: false,
+        group: group.index,
+        explainable: SELECT.test(q.sql) && q.error === undefined,
+      };
+      if (q.wait !== undefined) data.wait = q.wait;
+      if (q.rows !== undefined) data.rows = q.rows;
+      if (q.error !== undefined) data.error = { ...q.error, message: redactText(q.error.message, keys) };
+      if (q.caller !== undefined) data.caller = q.caller;
+      const layer = layerAt(s.spans, q.start);
+      if (layer !== undefined) data.layer = layer;
+      return data;
+    });
+    const list = [...groups.values()].map(({ index, seen, byCaller, ...g }) => {
+      const callers = [...byCaller].map(([caller, count]) => ({ caller, count })).sort((a, b) => b.count - a.count);
+      return { ...g, time: Math.round(g.time * 1000) / 1000, callers, nPlusOne: callers.some((c) => c.count >= N_PLUS_ONE && c.caller !== '(unknown)') };
+    });
+    for (const q of queries) q.nPlusOne = list[q.group].nPlusOne && (list[q.group].callers.find((c) => c.caller === (q.caller ?? '(unknown)'))?.count ?? 0) >= N_PLUS_ONE;
+    return {
+      count: inside.queryCount,
+      time: inside.queryTime,
+      queries,
+      omitted: inside.queryCount - queries.length,
+      groups: list,
+      nPlusOne: list.filter((g) => g.nPlusOne).length,
+      slow: queries.filter((q) => q.slow).length,
+      errors: queries.filter((q) => q.error !== undefined).length,
+      slowThreshold: options.slowQuery,
+    };
+  },
+  badge: (data) => (data.nPlusOne > 0 ? `${data.count} · N+1` : data.count),
+};

@@ -1,0 +1,252 @@
+import { isSecretKey, REDACTED, redactValue } from './redact.js';
+
+/** A placeholder or a string literal in a statement, and the column it is compared with or stored in, when that can be told. */
+interface Slot {
+  kind: 'param' | 'literal';
+  start: number;
+  end: number;
+  /** For a parameter: its 0-based position, or its name (`:id`, `@id`, `$id`). */
+  index?: number;
+  name?: string;
+  column?: string;
+}
+
+interface Token {
+  kind: 'word' | 'op' | 'param' | 'literal';
+  text: string;
+  start: number;
+  end: number;
+  index?: number;
+  name?: string;
+}
+
+const WORD = /[A-Za-z_\u0080-\uffff][\w$\u0080-\uffff]*/y;
+const COMPARE = new Set(['=', '==', '<>', '!=', '<', '>', '<=', '>=', 'like', 'ilike', 'glob', 'is', 'in', 'not']);
+
+/** The statement's words, operators, placeholders and literals, with comments and quoted identifiers read as SQL reads them. */
+function tokenize(sql: string): Token[] {
+  const tokens: Token[] = [];
+  let positional = 0;
+  let i = 0;
+  while (i < sql.length) {
+    const c = sql[i];
+    const next = sql[i + 1];
+    if (/\s/.test(c)) i++;
+    else if (c === '-' && next === '-') i = endOf(sql, '\n', i + 2);
+    else if (c === '/' && next === '*') i = endOf(sql, '*/', i + 2);
+    else if (c === "'") {
+      const end = quoted(sql, i, "'");
+      tokens.push({ kind: 'literal', text: sql.slice(i, end), start: i, end });
+      i = end;
+    } else if (c === '"' || c === '`' || c === '[') {
+      const end = quoted(sql, i, c === '[' ? ']' : c);
+      tokens.push({ kind: 'word', text: sql.slice(i + 1, end - 1), start: i, end });
+      i = end;
+    } else if (c === '$' && /\d/.test(next ?? '')) {
+      const m = /\$(\d+)/y;
+      m.lastIndex = i;
+      const found = m.exec(sql)!;
+      tokens.push({ kind: 'param', text: found[0], start: i, end: i + found[0].length, index: Number(found[1]) - 1 });
+      i += found[0].length;
+    } else if (c === '$' && /[A-Za-z_$]/.test(next ?? '')) {
+      const tag = /\$([A-Za-z_]\w*)?\$/y;
+      tag.lastIndex = i;
+      const dollar = tag.exec(sql);
+      if (dollar) {
+        // A dollar-quoted string (PostgreSQL): $tag$ ... $tag$.
+        const close = sql.indexOf(dollar[0], i + dollar[0].length);
+        const end = close < 0 ? sql.length : close + dollar[0].length;
+        tokens.push({ kind: 'literal', text: sql.slice(i, end), start: i, end });
+        i = end;
+      } else i = named(sql, i, tokens);
+    } else if (c === '?') {
+      const m = /\?(\d*)/y;
+      m.lastIndex = i;
+      const found = m.exec(sql)!;
+      const index = found[1] ? Number(found[1]) - 1 : positional++;
+      tokens.push({ kind: 'param', text: found[0], start: i, end: i + found[0].length, index });
+      i += found[0].length;
+    } else if ((c === ':' || c === '@') && /[A-Za-z_]/.test(next ?? '') && sql[i - 1] !== ':') i = named(sql, i, tokens);
+    else if (/[A-Za-z_\u0080-\uffff]/.test(c)) {
+      WORD.lastIndex = i;
+      const word = WORD.exec(sql)![0];
+      tokens.push({ kind: 'word', text: word, start: i, end: i + word.length });
+      i += word.length;
+    } else {
+      const op = /^(<=|>=|<>|!=|==|::)/.exec(sql.slice(i, i + 2))?.[0] ?? c;
+      tokens.push({ kind: 'op', text: op, start: i, end: i + op.length });
+      i += op.length;
+    }
+  }
+  return tokens;
+}
+
+function named(sql: string, i: number, tokens: Token[]): number {
+  WORD.lastIndex = i + 1;
+  const word = WORD.exec(sql)?.[0] ?? '';
+  tokens.push({ kind: 'param', text: sql[i] + word, start: i, end: i + 1 + word.length, name: word });
+  return i + 1 + word.length;
+}
+
+const endOf = (sql: string, close: string, from: number) => {
+  const at = sql.indexOf(close, from);
+  return at < 0 ? sql.length : at + close.length;
+};
+
+/** The end of a quoted run; a doubled quote stands for itself. */
+function quoted(sql: string, start: number, quote: string): number {
+  for (let i = start + 1; i < sql.length; i++) {
+    if (sql[i] === quote) {
+      if (sql[i + 1] === quote && quote !== ']') i++;
+      else return i + 1;
+    }
+  }
+  return sql.length;
+}
+
+/**
+ * Each placeholder and literal with the column it goes with: `col = ?`, `col IN (?, ?)`,
+ * `col LIKE '...'`, `SET col = ?`, and the values of `INSERT INTO t (a, b) VALUES (?, ?)`.
+ */
+export function slotsOf(sql: string): Slot[] {
+  const tokens = tokenize(sql);
+  const slots: Slot[] = [];
+  const insertColumns = insertColumnsOf(tokens);
+  let tuple = -1;
+  let depth = 0;
+  let position = 0;
+  for (let t = 0; t < tokens.length; t++) {
+    const tok = tokens[t];
+    if (insertColumns && tok.kind === 'op') {
+      if (tok.text === '(') {
+        depth++;
+        if (depth === 1 && t > insertColumns.valuesAt) {
+          tuple++;
+          position = 0;
+        }
+      } else if (tok.text === ')') depth--;
+      else if (tok.text === ',' && depth === 1) position++;
+    }
+    if (tok.kind !== 'param' && tok.kind !== 'literal') continue;
+    let column: string | undefined;
+    if (insertColumns && t > insertColumns.valuesAt && tuple >= 0 && depth === 1) column = insertColumns.names[position];
+    column ??= comparedColumn(tokens, t);
+    slots.push({ kind: tok.kind, start: tok.start, end: tok.end, index: tok.index, name: tok.name, column });
+  }
+  return slots;
+}
+
+function insertColumnsOf(tokens: Token[]): { names: string[]; valuesAt: number } | undefined {
+  if (!/^(insert|replace)$/i.test(tokens[0]?.text ?? '')) return undefined;
+  const open = tokens.findIndex((t) => t.text === '(');
+  const values = tokens.findIndex((t) => /^values$/i.test(t.text));
+  if (open < 0 || values < open) return undefined;
+  const names: string[] = [];
+  for (let t = open + 1; t < values && tokens[t].text !== ')'; t++) if (tokens[t].kind === 'word') names.push(tokens[t].text);
+  return { names, valuesAt: values };
+}
+
+/** The column before `= ?`, `IN (?, ?)`, `LIKE ?`: walks back over the list and the operator. */
+function comparedColumn(tokens: Token[], at: number): string | undefined {
+  let t = at - 1;
+  while (t >= 0 && (tokens[t].text === ',' || tokens[t].kind === 'param' || tokens[t].kind === 'literal' || tokens[t].text === '(')) {
+    if (tokens[t].text === '(') {
+      t--;
+      break;
+    }
+    t--;
+  }
+  let sawOperator = false;
+  while (t >= 0 && COMPARE.has(tokens[t].text.toLowerCase())) {
+    sawOperator = true;
+    t--;
+  }
+  return sawOperator && t >= 0 && tokens[t].kind === 'word' ? tokens[t].text : undefined;
+}
+
+export interface RedactedStatement {
+  sql: string;
+  params: unknown;
+  /** Placeholders whose values were redacted: by position, or by name. */
+  hidden: { indexes: number[]; names: string[] };
+}
+
+/**
+ * A statement and its parameters with secrets taken out, before anything is stored: literals
+ * and parameters that go with a secret-looking column (`password_hash = ?`), named parameters
+ * with secret-looking names, and secrets inside string values, as everywhere else.
+ */
+export function redactStatement(sql: string, params: unknown, keys: string[]): RedactedStatement {
+  const slots = slotsOf(sql);
+  const hidden = { indexes: [] as number[], names: [] as string[] };
+  let out = '';
+  let from = 0;
+  for (const slot of slots) {
+    const secret = slot.column !== undefined && isSecretKey(slot.column, keys);
+    if (slot.kind === 'literal' && secret) {
+      out += `${sql.slice(from, slot.start)}'${REDACTED}'`;
+      from = slot.end;
+    } else if (slot.kind === 'param' && (secret || (slot.name !== undefined && isSecretKey(slot.name, keys)))) {
+      if (slot.index !== undefined) hidden.indexes.push(slot.index);
+      if (slot.name !== undefined) hidden.names.push(slot.name);
+    }
+  }
+  out += sql.slice(from);
+  return { sql: out, params: redactParams(params, hidden, keys), hidden };
+}
+
+function redactParams(params: unknown, hidden: RedactedStatement['hidden'], keys: string[]): unknown {
+  if (params === undefined) return undefined;
+  const copy = redactValue(params, keys);
+  const hide = (list: unknown[]) => list.map((v, i) => (hidden.indexes.includes(i) && v != null ? REDACTED : v));
+  if (Array.isArray(copy)) {
+    // better-sqlite3 takes positional values and one object of named ones, side by side.
+    return hide(copy.filter((v) => !isNamed(v))).concat(copy.filter(isNamed).map((v) => hideNamed(v, hidden)));
+  }
+  return isNamed(copy) ? hideNamed(copy, hidden) : hide([copy])[0];
+}
+
+const isNamed = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+function hideNamed(values: Record<string, unknown>, hidden: RedactedStatement['hidden']): Record<string, unknown> {
+  for (const name of hidden.names) if (name in values && values[name] != null) values[name] = REDACTED;
+  return values;
+}
+
+/** A value as SQL: what the runnable statement has in the placeholder's place, or undefined to leave the placeholder. */
+function literal(value: unknown): string | undefined {
+  if (value === null || value === undefined) return 'NULL';
+  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : undefined;
+  if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
+  if (typeof value === 'string') {
+    if (value === REDACTED || /^\[(\w+ \d+ bytes|redacted|circular|too deep|function .*)\]$/.test(value)) return undefined;
+    if (/^-?\d+n$/.test(value)) return value.slice(0, -1);
+    return `'${value.replace(/'/g, "''")}'`;
+  }
+  return `'${JSON.stringify(value).replace(/'/g, "''")}'`;
+}
+
+/**
+ * The statement with its parameters written in, ready to paste into a SQL shell; a parameter that
+ * was redacted, or that no literal can stand for, keeps its placeholder.
+ */
+export function runnableSql(sql: string, params: unknown, hidden: RedactedStatement['hidden']): string {
+  if (params === undefined) return sql;
+  const list = Array.isArray(params) ? params : [params];
+  const positional = list.filter((v) => !isNamed(v));
+  const named = Object.assign(Object.create(null) as Record<string, unknown>, ...list.filter(isNamed));
+  if (!Array.isArray(params) && isNamed(params)) positional.length = 0;
+  let out = '';
+  let from = 0;
+  for (const slot of slotsOf(sql)) {
+    if (slot.kind !== 'param') continue;
+    const isHidden = (slot.index !== undefined && hidden.indexes.includes(slot.index)) || (slot.name !== undefined && hidden.names.includes(slot.name));
+    const present = slot.name !== undefined ? slot.name in named : slot.index !== undefined && slot.index < positional.length;
+    const value = slot.name !== undefined ? named[slot.name] : positional[slot.index ?? -1];
+    const text = isHidden || !present ? undefined : literal(value);
+    if (text === undefined) continue;
+    out += sql.slice(from, slot.start) + text;
+    from = slot.end;
+  }
+  return out + sql.slice(from);
+}

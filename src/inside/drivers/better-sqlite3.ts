@@ -1,0 +1,151 @@
+import type Database from 'better-sqlite3';
+import { queryEnded, queryStarted, requestOf, unrecorded, type QueryEntry } from '../inside.js';
+import type { DriverAdapter, PlanRow } from './adapter.js';
+
+type Method = (this: Statement, ...args: unknown[]) => unknown;
+interface Statement {
+  source: string;
+  reader: boolean;
+  database: Database.Database;
+}
+
+/** Connections of the profiler's own (its store): never recorded. */
+export const ownDatabases = new WeakSet<object>();
+
+const wrapped = Symbol('web-profiler.sqlite');
+
+/**
+ * better-sqlite3: every statement goes through Statement.prototype.run/get/all/iterate (pragma()
+ * and transactions too: they prepare PRAGMA, BEGIN and COMMIT statements), and exec() through
+ * Database.prototype. The API is synchronous, so a wrapper times it exactly.
+ */
+export const betterSqlite3: DriverAdapter = {
+  name: 'better-sqlite3',
+  main: /[\\/]node_modules[\\/]better-sqlite3[\\/]lib[\\/]index\.js$/,
+  matches: (exports) => typeof exports === 'function' && typeof (exports as { prototype?: { prepare?: unknown } }).prototype?.prepare === 'function' && (exports as { name?: string }).name === 'Database',
+  hook(exports) {
+    const DatabaseClass = exports as typeof Database;
+    const probe = new DatabaseClass(':memory:');
+    ownDatabases.add(probe);
+    const statementProto = Object.getPrototypeOf(probe.prepare('SELECT 1')) as Record<string | symbol, unknown>;
+    probe.close();
+    if (statementProto[wrapped]) return;
+    statementProto[wrapped] = true;
+    statementProto.run = timed(statementProto.run as Method, (info) => (info as { changes?: number })?.changes);
+    statementProto.get = timed(statementProto.get as Method, (row) => (row === undefined ? 0 : 1));
+    statementProto.all = timed(statementProto.all as Method, (rows) => (rows as unknown[]).length);
+    statementProto.iterate = iterated(statementProto.iterate as Method);
+    const dbProto = DatabaseClass.prototype as unknown as Record<string, unknown>;
+    // A statement that cannot be prepared (a syntax error, a missing table) is a failed query too.
+    const prepare0 = dbProto.prepare as (this: Database.Database, ...args: unknown[]) => unknown;
+    dbProto.prepare = function prepare(this: Database.Database, ...args: unknown[]) {
+      try {
+        return prepare0.apply(this, args);
+      } catch (err) {
+        const ctx = requestOf();
+        if (ctx !== undefined && !ownDatabases.has(this)) queryEnded(ctx, queryStarted(ctx, 'sqlite', String(args[0]), undefined), undefined, err);
+        throw err;
+      }
+    };
+    const exec0 = dbProto.exec as (this: Database.Database, sql: string) => unknown;
+    dbProto.exec = function exec(this: Database.Database, sql: string) {
+      const ctx = requestOf();
+      if (ctx === undefined || ownDatabases.has(this)) return exec0.call(this, sql);
+      const entry = queryStarted(ctx, 'sqlite', String(sql), undefined);
+      try {
+        const result = exec0.call(this, sql);
+        queryEnded(ctx, entry, undefined, undefined);
+        return result;
+      } catch (err) {
+        queryEnded(ctx, entry, undefined, err);
+        throw err;
+      }
+    };
+  },
+  explain(connection, sql, params) {
+    const db = connection as Database.Database;
+    if (!db.open) throw new Error('its connection has been closed');
+    const plan = () => {
+      const stmt = target.prepare(`EXPLAIN QUERY PLAN ${sql}`);
+      return (hasParams(params) ? stmt.all(params as never) : stmt.all()) as { id: number; parent: number; detail: string }[];
+    };
+    // A file is read through a read-only connection of its own; an in-memory database exists only on the app's.
+    const file = db.memory ? undefined : db.name;
+    const Ctor = db.constructor as typeof Database;
+    const target = file === undefined ? db : new Ctor(file, { readonly: true, fileMustExist: true });
+    if (file !== undefined) ownDatabases.add(target);
+    try {
+      return unrecorded(plan).map((row): PlanRow => ({ id: row.id, parent: row.parent, detail: row.detail }));
+    } finally {
+      if (target !== db) target.close();
+    }
+  },
+};
+
+const hasParams = (params: unknown) => params !== undefined && !(Array.isArray(params) && params.length === 0);
+
+/** The statement's arguments as the app passed them: one array or object of values, or the values themselves. */
+const paramsOf = (args: unknown[]): unknown => (args.length === 0 ? undefined : args.length === 1 ? args[0] : args);
+
+function begin(stmt: Statement, args: unknown[]): { ctx: NonNullable<ReturnType<typeof requestOf>>; entry: QueryEntry } | undefined {
+  const ctx = requestOf();
+  if (ctx === undefined || ownDatabases.has(stmt.database)) return undefined;
+  const entry = queryStarted(ctx, 'sqlite', stmt.source, paramsOf(args));
+  if (stmt.reader && entry.kept) entry.explain = { driver: 'better-sqlite3', connection: stmt.database, sql: stmt.source, params: entry.params };
+  return { ctx, entry };
+}
+
+function timed(original: Method, rowsOf: (result: unknown) => number | undefined): Method {
+  return {
+    [original.name](this: Statement, ...args: unknown[]) {
+      const started = begin(this, args);
+      if (started === undefined) return original.apply(this, args);
+      try {
+        const result = original.apply(this, args);
+        queryEnded(started.ctx, started.entry, rowsOf(result), undefined);
+        return result;
+      } catch (err) {
+        queryEnded(started.ctx, started.entry, undefined, err);
+        throw err;
+      }
+    },
+  }[original.name] as Method;
+}
+
+/** iterate(): the statement runs as the app pulls rows, so it ends when the iterator is done, returned or fails. */
+function iterated(original: Method): Method {
+  return function iterate(this: Statement, ...args: unknown[]) {
+    const started = begin(this, args);
+    if (started === undefined) return original.apply(this, args);
+    const { ctx, entry } = started;
+    let rows = 0;
+    let it: Iterator<unknown> & { return?: (v?: unknown) => IteratorResult<unknown> };
+    try {
+      it = original.apply(this, args) as typeof it;
+    } catch (err) {
+      queryEnded(ctx, entry, undefined, err);
+      throw err;
+    }
+    const step = (fn: () => IteratorResult<unknown>) => {
+      try {
+        const r = fn();
+        if (r.done) queryEnded(ctx, entry, rows, undefined);
+        else rows++;
+        return r;
+      } catch (err) {
+        queryEnded(ctx, entry, rows, err);
+        throw err;
+      }
+    };
+    return {
+      next: () => step(() => it.next()),
+      return: (value?: unknown) => {
+        queryEnded(ctx, entry, rows, undefined);
+        return it.return ? it.return(value) : { done: true, value };
+      },
+      [Symbol.iterator]() {
+        return this;
+      },
+    };
+  };
+}

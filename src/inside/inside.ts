@@ -1,0 +1,133 @@
+import { performance } from 'node:perf_hooks';
+import { currentContext, trackRequests, type RequestContext } from '../recording/context.js';
+import { callerFrame } from './caller.js';
+
+/** One statement a database driver ran for the request. Times are ms since the request arrived. */
+export interface QueryEntry {
+  driver: string;
+  sql: string;
+  /** The driver's parameters as the app gave them: copied, bounded, when the request is captured. */
+  params: unknown;
+  start: number;
+  end: number;
+  /** Rows returned or changed, when the driver says. */
+  rows: number | undefined;
+  error: unknown;
+  caller: string | undefined;
+  /** Time spent waiting for a pooled connection before the statement was sent. */
+  wait: number | undefined;
+  /** Its details are kept (within MAX_QUERIES); otherwise it is only counted and timed. */
+  kept: boolean;
+  /** What EXPLAIN needs afterwards: the connection it ran on. Never leaves the request's thread. */
+  explain: ExplainRef | undefined;
+}
+
+/** A SELECT and the connection it can be explained on later, while the app keeps it open. */
+export interface ExplainRef {
+  driver: string;
+  connection: object;
+  sql: string;
+  params: unknown;
+}
+
+/** One outgoing HTTP call. */
+export interface CallEntry {
+  api: 'fetch' | 'http';
+  method: string;
+  url: string;
+  start: number;
+  end: number;
+  status: number | undefined;
+  error: unknown;
+  requestHeaders: unknown;
+  responseHeaders: unknown;
+  requestSize: number | undefined;
+  responseSize: number | undefined;
+  caller: string | undefined;
+}
+
+/** One span(name, fn) of the app's. */
+export interface MarkEntry {
+  name: string;
+  start: number;
+  end: number;
+  error: boolean;
+}
+
+/** What ran inside a request: made on its first query, call or span. */
+export interface Inside {
+  queries: QueryEntry[];
+  /** Every statement, including those past MAX_QUERIES that keep no details. */
+  queryCount: number;
+  queryTime: number;
+  calls: CallEntry[];
+  callCount: number;
+  marks: MarkEntry[];
+}
+
+/** Details are kept for this many statements (and calls, and spans) per request; the rest are counted and timed. */
+export const MAX_QUERIES = 500;
+
+export function insideOf(ctx: RequestContext): Inside {
+  if (ctx.inside !== undefined) return ctx.inside;
+  trackRequests();
+  return (ctx.inside = { queries: [], queryCount: 0, queryTime: 0, calls: [], callCount: 0, marks: [] });
+}
+
+export const sinceStart = (ctx: RequestContext): number => performance.now() - ctx.start;
+
+/**
+ * A statement starts. Returns its entry (to be ended by queryEnded), or a bare one that only
+ * counts, past the cap. Drivers call this with the request the statement belongs to.
+ */
+export function queryStarted(ctx: RequestContext, driver: string, sql: string, params: unknown, caller?: string): QueryEntry {
+  const inside = insideOf(ctx);
+  inside.queryCount++;
+  const entry: QueryEntry = {
+    driver, sql, params, start: sinceStart(ctx), end: -1, rows: undefined, error: undefined,
+    caller: undefined, wait: undefined, kept: false, explain: undefined,
+  };
+  if (inside.queries.length < MAX_QUERIES) {
+    entry.kept = true;
+    entry.caller = caller ?? callerFrame();
+    inside.queries.push(entry);
+  }
+  return entry;
+}
+
+export function queryEnded(ctx: RequestContext, entry: QueryEntry, rows: number | undefined, error: unknown): void {
+  if (entry.end >= 0) return;
+  entry.end = sinceStart(ctx);
+  entry.rows = rows;
+  if (error !== undefined) entry.error = error;
+  insideOf(ctx).queryTime += entry.end - entry.start;
+}
+
+/** The request a driver's call belongs to, unless the profiler is at work itself. */
+export function requestOf(): RequestContext | undefined {
+  return ownWork > 0 ? undefined : currentContext();
+}
+
+let ownWork = 0;
+
+/** Runs the profiler's own statements (EXPLAIN) unrecorded. */
+export function unrecorded<T>(fn: () => T): T {
+  ownWork++;
+  try {
+    return fn();
+  } finally {
+    ownWork--;
+  }
+}
+
+/** The request's figures so far as a Server-Timing value: database, outgoing HTTP, and the whole, in ms. */
+export function serverTiming(ctx: RequestContext): string {
+  const now = sinceStart(ctx);
+  const inside = ctx.inside;
+  let http = 0;
+  for (const call of inside?.calls ?? []) http += (call.end < 0 ? now : call.end) - call.start;
+  const queries = inside?.queryCount ?? 0;
+  const calls = inside?.callCount ?? 0;
+  return `db;dur=${(inside?.queryTime ?? 0).toFixed(2)};desc="${queries} ${queries === 1 ? 'query' : 'queries'}", ` +
+    `http;dur=${http.toFixed(2)};desc="${calls} ${calls === 1 ? 'call' : 'calls'}", app;dur=${now.toFixed(2)}`;
+}

@@ -1,0 +1,42 @@
+import { currentContext } from '../recording/context.js';
+import { insideOf, MAX_QUERIES, sinceStart, type MarkEntry } from './inside.js';
+
+/**
+ * Runs fn and records it as a timed span of the request that is running: `await span('render',
+ * () => render(page))`. Returns what fn returns (for an async fn, a promise that settles as fn's does); a span that throws
+ * or rejects is marked so and the error passes on untouched. Outside a request it just runs fn.
+ */
+export function span<T>(name: string, fn: () => T): T {
+  const ctx = currentContext();
+  if (ctx === undefined) return fn();
+  const inside = insideOf(ctx);
+  if (inside.marks.length >= MAX_QUERIES) return fn();
+  const mark: MarkEntry = { name: String(name), start: sinceStart(ctx), end: -1, error: false };
+  inside.marks.push(mark);
+  const done = (failed: boolean) => {
+    mark.end = sinceStart(ctx);
+    mark.error = failed;
+  };
+  let result: T;
+  try {
+    result = fn();
+  } catch (err) {
+    done(true);
+    throw err;
+  }
+  if (result !== null && typeof result === 'object' && typeof (result as { then?: unknown }).then === 'function') {
+    // The promise returned settles as fn's does: a rejection nobody handles is still reported as the app's.
+    return (result as unknown as PromiseLike<unknown>).then(
+      (value) => {
+        done(false);
+        return value;
+      },
+      (err: unknown) => {
+        done(true);
+        throw err;
+      },
+    ) as T;
+  }
+  done(false);
+  return result;
+}
