@@ -1,0 +1,304 @@
+import Database from 'better-sqlite3';
+import express from 'express';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { span, webProfiler, type ProfilerOptions } from '../src/index.js';
+import { listen, tempDb, tempDir, type Running } from './helpers.js';
+
+const running: Running[] = [];
+const closing: (() => void)[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((r) => r.close()));
+});
+afterAll(() => closing.forEach((close) => close()));
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const THIS_FILE = path.resolve('test/queries.test.ts');
+
+/** An app of the shapes real code has, on a better-sqlite3 file database of its own. */
+async function start(options: ProfilerOptions = {}) {
+  const file = path.join(tempDir(), 'app.sqlite');
+  const db = new Database(file);
+  closing.push(() => db.close());
+  db.exec(`CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, password TEXT);
+           CREATE TABLE posts (id INTEGER PRIMARY KEY, user_id INTEGER NOT NULL, title TEXT);`);
+  const addUser = db.prepare('INSERT INTO users (name, password) VALUES (?, ?)');
+  for (let i = 1; i <= 8; i++) addUser.run(`user${i}`, `pw-${i}`);
+  const addPost = db.prepare('INSERT INTO posts (user_id, title) VALUES (@user, @title)');
+  for (let i = 1; i <= 8; i++) addPost.run({ user: i, title: `post ${i}` });
+
+  const profiler = webProfiler({ database: tempDb(), onError: () => {}, ...options });
+  const app = express();
+  app.use(profiler);
+  app.get('/sync', (_req, res) => {
+    const user = db.prepare('SELECT id, name FROM users WHERE id = ?').get(3);
+    const posts = db.prepare('SELECT * FROM posts WHERE user_id = @user').all({ user: 3 });
+    res.json({ user, posts: posts.length });
+  });
+  app.get('/async/:id', async (req, res) => {
+    await sleep(Number(req.query.wait ?? 1));
+    const user = db.prepare('SELECT name FROM users WHERE id = ?').get(Number(req.params.id));
+    await sleep(1);
+    const posts = db.prepare('SELECT title FROM posts WHERE user_id = ?').all(Number(req.params.id));
+    res.json({ user, posts });
+  });
+  app.get('/n1', (_req, res) => {
+    const posts = db.prepare('SELECT * FROM posts').all() as { user_id: number }[];
+    const authors = posts.map((p) => db.prepare('SELECT name FROM users WHERE id = ?').get(p.user_id));
+    res.send(`<!doctype html><html><body>${authors.length} authors</body></html>`);
+  });
+  app.get('/failing', (_req, res) => {
+    const errors: string[] = [];
+    try {
+      addUser.run('user1', 'x');
+    } catch (err) {
+      errors.push((err as Error).message);
+    }
+    try {
+      db.prepare('SELECT * FROM missing_table').all();
+    } catch (err) {
+      errors.push((err as Error).message);
+    }
+    res.status(500).json({ errors });
+  });
+  app.post('/password', (_req, res) => {
+    db.prepare('UPDATE users SET password = ? WHERE id = ?').run('new-secret-pw', 2);
+    db.prepare('SELECT id FROM users WHERE name = @name AND password = @password').get({ name: 'user2', password: 'new-secret-pw' });
+    db.prepare("SELECT id FROM users WHERE password = 'literal-secret-pw'").get();
+    res.sendStatus(204);
+  });
+  app.get('/many', (_req, res) => {
+    const stmt = db.prepare('SELECT ? AS n');
+    for (let i = 0; i < 600; i++) stmt.get(i);
+    res.send('ok');
+  });
+  app.get('/shapes', (_req, res) => {
+    const names: string[] = [];
+    for (const row of db.prepare('SELECT name FROM users ORDER BY id').iterate() as IterableIterator<{ name: string }>) {
+      names.push(row.name);
+      if (names.length === 2) break;
+    }
+    const ids = db.prepare('SELECT id FROM users ORDER BY id LIMIT 3').pluck().all();
+    const move = db.transaction((from: number) => db.prepare('UPDATE posts SET user_id = ? WHERE user_id = ?').run(from + 100, from));
+    move(8);
+    db.exec('CREATE TEMP TABLE IF NOT EXISTS scratch (x)');
+    const mode = db.pragma('journal_mode', { simple: true });
+    res.json({ names, ids, mode });
+  });
+  app.get('/spans', async (_req, res) => {
+    const total = await span('load page', async () => {
+      const count = span('count users', () => (db.prepare('SELECT count(*) AS n FROM users').get() as { n: number }).n);
+      await span('wait', () => sleep(5));
+      return count;
+    });
+    let thrown = '';
+    try {
+      span('broken step', () => {
+        throw new Error('step failed');
+      });
+    } catch (err) {
+      thrown = (err as Error).message;
+    }
+    res.json({ total, thrown });
+  });
+  app.use(profiler.notFound);
+  app.use(profiler.errorHandler);
+  const server = await listen(app);
+  running.push(server);
+  closing.push(() => profiler.close());
+  return { ...server, profiler, db };
+}
+
+async function panel(url: string, token: string, id: string, profiler: { flush(): number }) {
+  profiler.flush();
+  const res = await fetch(`${url}/_profiler/${token}?panel=${id}`, { headers: { accept: 'application/json' } });
+  expect(res.status).toBe(200);
+  return (await res.json()).data;
+}
+
+async function call(url: string, pathname: string, init?: RequestInit) {
+  const res = await fetch(url + pathname, init);
+  const body = await res.text();
+  return { res, body, token: res.headers.get('x-debug-token')! };
+}
+
+describe('database queries: better-sqlite3, no setup', () => {
+  it('records each statement of a sync route: SQL, parameters, rows, duration, caller line and layer', async () => {
+    const app = await start();
+    const { token, body } = await call(app.url, '/sync');
+    expect(JSON.parse(body)).toEqual({ user: { id: 3, name: 'user3' }, posts: 1 });
+    const db = await panel(app.url, token, 'db', app.profiler);
+    expect(db.count).toBe(2);
+    expect(db.queries.map((q: any) => [q.sql, q.params, q.rows])).toEqual([
+      ['SELECT id, name FROM users WHERE id = ?', 3, 1],
+      ['SELECT * FROM posts WHERE user_id = @user', { user: 3 }, 1],
+    ]);
+    for (const q of db.queries) {
+      expect(q.caller).toMatch(new RegExp(`^${THIS_FILE.replace(/[.]/g, '\\.')}:\\d+$`));
+      expect(q.layer).toBe('handler');
+      expect(q.duration).toBeGreaterThanOrEqual(0);
+      expect(q.error).toBeUndefined();
+    }
+    expect(db.time).toBeGreaterThan(0);
+    expect(db.groups.map((g: any) => [g.sql, g.count, g.nPlusOne])).toEqual([
+      ['SELECT id, name FROM users WHERE id = ?', 1, false],
+      ['SELECT * FROM posts WHERE user_id = @user', 1, false],
+    ]);
+    expect(db.queries[1].runnable).toBe('SELECT * FROM posts WHERE user_id = 3');
+    // The profiler's own store is never in a profile.
+    expect(db.queries.some((q: any) => /profiles|profile_data/.test(q.sql))).toBe(false);
+  });
+
+  it('gives queries after awaits to their own request, with requests finishing out of order', async () => {
+    const app = await start();
+    const ids = [1, 2, 3, 4, 5, 6];
+    const calls = await Promise.all(ids.map((id) => call(app.url, `/async/${id}?wait=${(7 - id) * 8}`)));
+    for (const [i, { token, body }] of calls.entries()) {
+      const id = ids[i];
+      expect(JSON.parse(body).user).toEqual({ name: `user${id}` });
+      const db = await panel(app.url, token, 'db', app.profiler);
+      expect(db.queries.map((q: any) => q.params)).toEqual([id, id]);
+    }
+  });
+
+  it('flags a statement run 5 times or more from one line as a likely N+1: panel, badge and toolbar', async () => {
+    const app = await start();
+    const { token } = await call(app.url, '/n1');
+    const db = await panel(app.url, token, 'db', app.profiler);
+    expect(db.count).toBe(9);
+    const loop = db.groups.find((g: any) => g.sql === 'SELECT name FROM users WHERE id = ?');
+    expect(loop).toMatchObject({ count: 8, nPlusOne: true });
+    expect(loop.callers).toEqual([{ caller: expect.stringContaining('queries.test.ts:'), count: 8 }]);
+    expect(db.nPlusOne).toBe(1);
+    expect(db.queries.filter((q: any) => q.nPlusOne)).toHaveLength(8);
+    expect(db.queries[0].nPlusOne).toBe(false);
+
+    const page = await (await fetch(`${app.url}/_profiler/${token}?panel=db`)).text();
+    expect(page).toMatch(/<span class="badge">9 · N\+1<\/span>/);
+    expect(page).toContain('Likely N+1:</strong> this statement ran 8 times from');
+    const toolbar = await (await fetch(`${app.url}/_wdt/${token}`)).text();
+    expect(toolbar).toMatch(/DB<\/span> <span class="wp-wdt-mono">9 in [\d.]+ ms<\/span>/);
+    expect(toolbar).toContain('<span class="wp-wdt-warn">N+1</span>');
+  });
+
+  it('records failed statements with their error: one that fails as it runs, one that cannot be prepared', async () => {
+    const app = await start();
+    const { token, body } = await call(app.url, '/failing');
+    expect(JSON.parse(body).errors).toHaveLength(2);
+    const db = await panel(app.url, token, 'db', app.profiler);
+    expect(db.errors).toBe(2);
+    expect(db.queries[0]).toMatchObject({ sql: 'INSERT INTO users (name, password) VALUES (?, ?)', error: { class: 'SqliteError', code: 'SQLITE_CONSTRAINT_UNIQUE' } });
+    expect(db.queries[0].error.message).toContain('UNIQUE constraint failed');
+    expect(db.queries[1]).toMatchObject({ sql: 'SELECT * FROM missing_table', error: { class: 'SqliteError', message: 'no such table: missing_table' } });
+    const page = await (await fetch(`${app.url}/_profiler/${token}?panel=db`)).text();
+    expect(page).toContain('SqliteError [SQLITE_CONSTRAINT_UNIQUE]: UNIQUE constraint failed: users.name');
+  });
+
+  it('redacts secret columns and parameters before storing; the runnable SQL keeps their placeholders', async () => {
+    const app = await start();
+    const { token } = await call(app.url, '/password', { method: 'POST' });
+    const db = await panel(app.url, token, 'db', app.profiler);
+    expect(db.queries[0]).toMatchObject({ sql: 'UPDATE users SET password = ? WHERE id = ?', params: ['[redacted]', 2], runnable: 'UPDATE users SET password = ? WHERE id = 2' });
+    expect(db.queries[1]).toMatchObject({ params: { name: 'user2', password: '[redacted]' }, runnable: "SELECT id FROM users WHERE name = 'user2' AND password = @password" });
+    expect(db.queries[2].sql).toBe("SELECT id FROM users WHERE password = '[redacted]'");
+    const stored = readFileSync(app.profiler.options.database);
+    expect(stored.includes('new-secret-pw')).toBe(false);
+    expect(stored.includes('literal-secret-pw')).toBe(false);
+  });
+
+  it('keeps details of the first 500 statements of a request and counts the rest', async () => {
+    const app = await start();
+    const { token } = await call(app.url, '/many');
+    const db = await panel(app.url, token, 'db', app.profiler);
+    expect(db.count).toBe(600);
+    expect(db.queries).toHaveLength(500);
+    expect(db.omitted).toBe(100);
+  });
+
+  it('records iterate, pluck, transactions, exec and pragma, and leaves their results as they were', async () => {
+    const app = await start();
+    const { token, body } = await call(app.url, '/shapes');
+    expect(JSON.parse(body)).toEqual({ names: ['user1', 'user2'], ids: [1, 2, 3], mode: 'delete' });
+    const db = await panel(app.url, token, 'db', app.profiler);
+    expect(db.queries.map((q: any) => [q.sql, q.rows])).toEqual([
+      ['SELECT name FROM users ORDER BY id', 2],
+      ['SELECT id FROM users ORDER BY id LIMIT 3', 3],
+      ['BEGIN', 0],
+      ['UPDATE posts SET user_id = ? WHERE user_id = ?', 1],
+      ['COMMIT', 0],
+      ['CREATE TEMP TABLE IF NOT EXISTS scratch (x)', undefined],
+      ['PRAGMA journal_mode', 1],
+    ]);
+  });
+});
+
+describe('EXPLAIN by reference', () => {
+  it('explains a recorded SELECT on the app\'s own database, as JSON and inside the db panel', async () => {
+    const app = await start();
+    const { token } = await call(app.url, '/sync');
+    app.profiler.flush();
+    const res = await fetch(`${app.url}/_profiler/${token}/db/1/explain`, { headers: { accept: 'application/json' } });
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body).toMatchObject({ token, query: 1, driver: 'better-sqlite3' });
+    expect(body.plan.map((r: any) => r.detail).join('\n')).toMatch(/SCAN posts/);
+    const page = await (await fetch(`${app.url}/_profiler/${token}?panel=db&explain=0`)).text();
+    expect(page).toContain("Query plan (EXPLAIN QUERY PLAN, on the app's connection)");
+    expect(page).toContain('SEARCH users USING INTEGER PRIMARY KEY (rowid=?)');
+    const standalone = await (await fetch(`${app.url}/_profiler/${token}/db/0/explain`)).text();
+    expect(standalone).toContain('<h1>Query plan</h1>');
+  });
+
+  it('refuses what is not a recorded SELECT, and never takes SQL from the browser', async () => {
+    const app = await start();
+    const { token } = await call(app.url, '/password', { method: 'POST' });
+    app.profiler.flush();
+    const update = await fetch(`${app.url}/_profiler/${token}/db/0/explain`, { headers: { accept: 'application/json' } });
+    expect(update.status).toBe(404);
+    expect((await update.json()).detail).toBe('Only a SELECT can be explained.');
+    const unknown = await fetch(`${app.url}/_profiler/abcdef123456/db/0/explain`, { headers: { accept: 'application/json' } });
+    expect(unknown.status).toBe(404);
+    expect((await unknown.json()).detail).toContain('can no longer be explained');
+    const smuggled = await fetch(`${app.url}/_profiler/${token}/db/0/explain?sql=DROP%20TABLE%20users`);
+    expect(smuggled.status).toBe(404);
+    expect((app.db.prepare('SELECT count(*) AS n FROM users').get() as { n: number }).n).toBe(8);
+    const notNumber = await fetch(`${app.url}/_profiler/${token}/db/x/explain`);
+    expect(notNumber.status).toBe(404);
+  });
+});
+
+describe('spans and the timeline', () => {
+  it('records spans, nested where they nest, with queries under them; a span that throws passes its error on', async () => {
+    const app = await start();
+    const { token, body } = await call(app.url, '/spans');
+    expect(JSON.parse(body)).toEqual({ total: 8, thrown: 'step failed' });
+    const perf = await panel(app.url, token, 'performance', app.profiler);
+    const rows = perf.timeline.map((r: any) => [r.kind, r.name, r.depth, r.error ?? false]);
+    expect(rows).toEqual([
+      ['route', 'route GET /spans', 0, false],
+      ['handler', 'handler', 0, false],
+      ['span', 'load page', 1, false],
+      ['span', 'count users', 2, false],
+      ['query', 'SELECT count(*) AS n FROM users', 3, false],
+      ['span', 'wait', 2, false],
+      ['span', 'broken step', 1, true],
+    ]);
+    const wait = perf.timeline.find((r: any) => r.name === 'wait');
+    expect(wait.end - wait.start).toBeGreaterThanOrEqual(4);
+    for (const r of perf.timeline) expect(r.end).toBeGreaterThanOrEqual(r.start);
+  });
+
+  it('runs fn as it is outside a request', async () => {
+    expect(span('alone', () => 42)).toBe(42);
+    await expect(span('alone', async () => 'x')).resolves.toBe('x');
+  });
+
+  it('adds Server-Timing only when asked to', async () => {
+    const plain = await start();
+    expect((await fetch(`${plain.url}/sync`)).headers.get('server-timing')).toBeNull();
+    const timed = await start({ serverTiming: true });
+    const header = (await fetch(`${timed.url}/sync`)).headers.get('server-timing');
+    expect(header).toMatch(/^db;dur=[\d.]+;desc="2 queries", http;dur=0\.00;desc="0 calls", app;dur=[\d.]+$/);
+  });
+});
