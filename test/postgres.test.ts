@@ -1,0 +1,156 @@
+import express from 'express';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { webProfiler } from '../src/index.js';
+import { listen, tempDb, type Running } from './helpers.js';
+
+const url = inject('pgUrl');
+if (!url) {
+  // Loud on purpose: CI installs PostgreSQL, so a skip there is a failure (see the test below).
+  process.stderr.write(`\n!!! POSTGRESQL TESTS SKIPPED: ${inject('pgMissing')}\n\n`);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.skipIf(!url)('database queries: PostgreSQL through pg, against a real server', () => {
+  let server: Running;
+  let pool: pg.Pool;
+  let client: pg.Client;
+  let profiler: ReturnType<typeof webProfiler>;
+
+  beforeAll(async () => {
+    pool = new pg.Pool({ connectionString: url, max: 2 });
+    client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await pool.query(`DROP TABLE IF EXISTS accounts; CREATE TABLE accounts (id serial PRIMARY KEY, name text UNIQUE NOT NULL, api_token text);
+      INSERT INTO accounts (name, api_token) SELECT 'user' || n, 'token-' || n FROM generate_series(1, 8) n;`);
+    profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    const app = express();
+    app.use(profiler);
+    app.get('/pool', async (_req, res) => {
+      const { rows } = await pool.query('SELECT id, name FROM accounts WHERE id = $1', [3]);
+      res.json(rows);
+    });
+    app.get('/after-awaits/:id', async (req, res) => {
+      await sleep(Number(req.query.wait ?? 1));
+      const a = await pool.query('SELECT name FROM accounts WHERE id = $1', [Number(req.params.id)]);
+      await sleep(1);
+      const b = await client.query('SELECT count(*)::int AS n FROM accounts WHERE id <= $1', [Number(req.params.id)]);
+      res.json({ name: a.rows[0].name, n: b.rows[0].n });
+    });
+    app.get('/n1', async (_req, res) => {
+      const { rows } = await pool.query('SELECT id FROM accounts ORDER BY id');
+      const names = [];
+      for (const row of rows) names.push((await pool.query('SELECT name FROM accounts WHERE id = $1', [row.id])).rows[0].name);
+      res.json(names);
+    });
+    app.get('/failing', async (_req, res) => {
+      const message = await pool.query('SELECT * FROM no_such_table').then(() => '', (err: Error) => err.message);
+      client.query('SELECT 1/0 AS broken', (err: Error | null) => res.status(500).json({ message, callback: err?.message }));
+    });
+    app.get('/pool-wait', async (_req, res) => {
+      // Both pooled connections held a while: the query asked for now has to wait for one.
+      const held = await Promise.all([pool.connect(), pool.connect()]);
+      setTimeout(() => held.forEach((c) => c.release()), 60);
+      const { rows } = await pool.query('SELECT 1 AS one');
+      res.json(rows);
+    });
+    app.get('/secret', async (_req, res) => {
+      await pool.query('UPDATE accounts SET api_token = $1 WHERE name = $2', ['fresh-token-value', 'user1']);
+      res.sendStatus(204);
+    });
+    server = await listen(app);
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    profiler?.close();
+    await client?.end();
+    await pool?.end();
+  });
+
+  async function run(path: string) {
+    const res = await fetch(server.url + path);
+    const body = await res.text();
+    profiler.flush();
+    const token = res.headers.get('x-debug-token')!;
+    const data = (await (await fetch(`${server.url}/_profiler/${token}?panel=db`, { headers: { accept: 'application/json' } })).json()).data;
+    return { body, token, db: data };
+  }
+
+  it('records pool.query with its SQL, parameters, rows, caller line and layer', async () => {
+    const { body, db } = await run('/pool');
+    expect(JSON.parse(body)).toEqual([{ id: 3, name: 'user3' }]);
+    expect(db.count).toBe(1);
+    expect(db.queries[0]).toMatchObject({ driver: 'pg', sql: 'SELECT id, name FROM accounts WHERE id = $1', params: [3], rows: 1, layer: 'handler', runnable: 'SELECT id, name FROM accounts WHERE id = 3' });
+    expect(db.queries[0].caller).toMatch(/postgres\.test\.ts:\d+$/);
+    expect(db.queries[0].wait).toBeGreaterThanOrEqual(0);
+  });
+
+  it('gives queries after awaits to their own request, pooled and on a client, finishing out of order', async () => {
+    const ids = [1, 2, 3, 4, 5];
+    const results = await Promise.all(ids.map((id) => run(`/after-awaits/${id}?wait=${(6 - id) * 10}`)));
+    results.forEach(({ body, db }, i) => {
+      expect(JSON.parse(body)).toEqual({ name: `user${ids[i]}`, n: ids[i] });
+      expect(db.queries.map((q: any) => q.params)).toEqual([[ids[i]], [ids[i]]]);
+    });
+  });
+
+  it('flags the N+1 loop', async () => {
+    const { db } = await run('/n1');
+    expect(db.count).toBe(9);
+    expect(db.groups.find((g: any) => g.nPlusOne)).toMatchObject({ sql: 'SELECT name FROM accounts WHERE id = $1', count: 8 });
+  });
+
+  it('records failed queries, promise and callback forms, and leaves the app\'s errors as they were', async () => {
+    const { body, db } = await run('/failing');
+    expect(JSON.parse(body)).toEqual({ message: 'relation "no_such_table" does not exist', callback: 'division by zero' });
+    expect(db.queries.map((q: any) => [q.sql, q.error?.code, q.error?.message])).toEqual([
+      ['SELECT * FROM no_such_table', '42P01', 'relation "no_such_table" does not exist'],
+      ['SELECT 1/0 AS broken', '22012', 'division by zero'],
+    ]);
+  });
+
+  it('shows the time spent waiting for a pooled connection apart from the query\'s', async () => {
+    const { db } = await run('/pool-wait');
+    const query = db.queries.find((q: any) => q.sql === 'SELECT 1 AS one');
+    expect(query.wait).toBeGreaterThanOrEqual(40);
+    expect(query.duration).toBeLessThan(query.wait);
+  });
+
+  it('redacts a secret column\'s parameter', async () => {
+    const { db } = await run('/secret');
+    expect(db.queries[0]).toMatchObject({ params: ['[redacted]', 'user1'], runnable: "UPDATE accounts SET api_token = $1 WHERE name = 'user1'" });
+  });
+
+  it('explains a recorded SELECT with plain EXPLAIN on the app\'s pool, never ANALYZE', async () => {
+    const { token } = await run('/pool');
+    const res = await fetch(`${server.url}/_profiler/${token}/db/0/explain`, { headers: { accept: 'application/json' } });
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body.driver).toBe('pg');
+    const text = body.plan.map((r: any) => r.detail).join('\n');
+    expect(text).toMatch(/Scan .*on accounts/);
+    expect(text).not.toMatch(/actual time/);
+    const page = await (await fetch(`${server.url}/_profiler/${token}?panel=db&explain=0`)).text();
+    expect(page).toContain('Query plan (EXPLAIN, on the app');
+  });
+
+  it('will not explain on an app\'s client that is inside a transaction', async () => {
+    const { token } = await run('/after-awaits/2');
+    await client.query('BEGIN');
+    try {
+      const res = await fetch(`${server.url}/_profiler/${token}/db/1/explain`, { headers: { accept: 'application/json' } });
+      expect(res.status).toBe(404);
+      expect((await res.json()).detail).toContain('busy or inside a transaction');
+    } finally {
+      await client.query('ROLLBACK');
+    }
+    const res = await fetch(`${server.url}/_profiler/${token}/db/1/explain`, { headers: { accept: 'application/json' } });
+    expect(res.status).toBe(200);
+  });
+});
+
+it('has a PostgreSQL server in CI', () => {
+  if (process.env.CI) expect(inject('pgMissing')).toBe('');
+});
