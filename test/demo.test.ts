@@ -182,8 +182,24 @@ describe('the admin interface', () => {
     expect(dashboard.body).toContain('Subsystem health');
     expect(dashboard.body).toMatch(/<code>127\.0\.0\.1<\/code><\/td><td>2<\/td><td>mallory,ada<\/td>/);
     expect(dashboard.body).toContain('/_profiler/search?ip=127.0.0.1&#38;method=POST');
+    expect(dashboard.body).toContain('<tr><td>db</td><td class="ok">healthy</td><td><code>GET /pub/status/db</code></td></tr>');
     const tampered = await call(demo.url, 'GET', '/', { host: 'admin.localhost', headers: { cookie: cookie.replace(/.$/, (c) => (c === 'a' ? 'b' : 'a')) } });
     expect(tampered.body).toContain('action="/login"');
+
+    // Its profile shows its queries and the two status calls, each linked to the status check's own profile.
+    demo.profiler.flush();
+    const profile = (panel: string, token: string) => call(demo.url, 'GET', `/_profiler/${token}?panel=${panel}`, { headers: { accept: 'application/json' } }).then((r) => JSON.parse(r.body).data);
+    const token = dashboard.headers['x-debug-token'] as string;
+    const calls = await profile('http_client', token);
+    expect(calls.requests.map((c: any) => [c.method, new URL(c.url).pathname, c.status])).toEqual([['GET', '/pub/status/db', 200], ['GET', '/pub/status/web', 200]]);
+    const db = await profile('db', token);
+    expect(db.queries.map((q: any) => q.sql)).toEqual(expect.arrayContaining([expect.stringContaining('FROM accounts WHERE id = ?'), expect.stringContaining('FROM refused_authentications')]));
+    const health = await profile('db', calls.requests[0].token);
+    expect(health.queries.map((q: any) => q.sql)).toEqual(['SELECT count(*) AS n FROM accounts']);
+    const child = JSON.parse((await call(demo.url, 'GET', `/_profiler/${calls.requests[0].token}`, { headers: { accept: 'application/json' } })).body);
+    expect(child.parent).toBe(token);
+    const signIn = await profile('db', ok.headers['x-debug-token'] as string);
+    expect(signIn.queries[0]).toMatchObject({ sql: 'SELECT id, username, role, password_hash FROM accounts WHERE username = ?', params: 'ada', rows: 1 });
   });
 
   it('HEAD /pub/status/db answers 503 when the database is gone, while web stays 200', async () => {

@@ -30,6 +30,19 @@ function page(title: string, body: string): string {
 </style></head><body>${body}</body></html>`;
 }
 
+/** GET /pub/status/<name> on this same server, by its loopback address: what the API host answers a client. */
+async function checkStatus(req: Request, name: 'db' | 'web'): Promise<{ name: string; ok: boolean; detail: string }> {
+  const address = req.socket.localAddress ?? '127.0.0.1';
+  const host = address.includes(':') && !address.startsWith('::ffff:') ? `[${address}]` : address.replace(/^::ffff:/, '');
+  try {
+    const res = await fetch(`http://${host}:${req.socket.localPort}/pub/status/${name}`, { signal: AbortSignal.timeout(2000) });
+    await res.arrayBuffer();
+    return { name, ok: res.ok, detail: `HTTP ${res.status}` };
+  } catch (err) {
+    return { name, ok: false, detail: (err as Error).message };
+  }
+}
+
 /** The administration interface, served on its own host name. */
 export function adminRoutes(db: PlatformDb, links: { profiler?: string }) {
   const secret = db.signingSecret();
@@ -72,10 +85,11 @@ export function adminRoutes(db: PlatformDb, links: { profiler?: string }) {
         <button type="submit">Sign in</button>
       </form></div></main>`));
 
-  router.get('/', (req, res) => {
+  router.get('/', async (req, res) => {
     const account = session(req);
     if (!account) return signIn(res, 200);
-    const dbOk = db.healthy();
+    // Health as any client sees it: the public status endpoints, called over HTTP on this server.
+    const [dbCheck, webCheck] = await Promise.all([checkStatus(req, 'db'), checkStatus(req, 'web')]);
     const groups = db.refusalsByAddress(Date.now() - 24 * 3600 * 1000);
     req.log.info('Dashboard viewed', { admin: account.username });
     res.type('html').send(page('Dashboard', `
@@ -86,8 +100,7 @@ export function adminRoutes(db: PlatformDb, links: { profiler?: string }) {
         <h1>Dashboard</h1>
         <section class="card" aria-labelledby="health"><h2 id="health">Subsystem health</h2>
           <table><thead><tr><th>Subsystem</th><th>Status</th><th>Check</th></tr></thead><tbody>
-            <tr><td>db</td><td class="${dbOk ? 'ok' : 'bad'}">${dbOk ? 'healthy' : 'failing'}</td><td><code>HEAD /pub/status/db</code></td></tr>
-            <tr><td>web</td><td class="ok">healthy</td><td><code>HEAD /pub/status/web</code></td></tr>
+            ${[dbCheck, webCheck].map((c) => `<tr><td>${c.name}</td><td class="${c.ok ? 'ok' : 'bad'}">${c.ok ? 'healthy' : `failing (${escape(c.detail)})`}</td><td><code>GET /pub/status/${c.name}</code></td></tr>`).join('')}
           </tbody></table></section>
         <section class="card" aria-labelledby="refused"><h2 id="refused">Refused authentications, last 24 hours</h2>
           ${groups.length === 0 ? '<p class="muted">None.</p>' : `<table><thead><tr><th>Client address</th><th>Attempts</th><th>Usernames tried</th><th>Last</th>${links.profiler ? '<th></th>' : ''}</tr></thead><tbody>
