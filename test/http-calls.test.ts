@@ -77,8 +77,8 @@ describe('outgoing HTTP calls', () => {
     expect(calls.count).toBe(3);
     expect(calls.errors).toBe(1);
     const [a, b, c] = calls.requests;
-    expect(a).toMatchObject({ api: 'fetch', method: 'GET', url: `${back.url}/status/fetch`, status: 200, layer: 'handler' });
-    expect(b).toMatchObject({ api: 'http', method: 'GET', url: `${back.url}/status/http?api_key=[redacted]`, status: 200, layer: 'handler' });
+    expect(a).toMatchObject({ api: 'fetch', method: 'GET', url: `${back.url}/status/fetch`, status: 200, layer: 'route GET /dashboard › handler' });
+    expect(b).toMatchObject({ api: 'http', method: 'GET', url: `${back.url}/status/http?api_key=[redacted]`, status: 200, layer: 'route GET /dashboard › handler' });
     expect(b.caller).toMatch(/http-calls\.test\.ts:\d+$/);
     expect(c).toMatchObject({ status: 503 });
     expect(a.requestHeaders.authorization).toBe('Bearer [redacted]');

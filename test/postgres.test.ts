@@ -82,7 +82,7 @@ describe.skipIf(!url)('database queries: PostgreSQL through pg, against a real s
     const { body, db } = await run('/pool');
     expect(JSON.parse(body)).toEqual([{ id: 3, name: 'user3' }]);
     expect(db.count).toBe(1);
-    expect(db.queries[0]).toMatchObject({ driver: 'pg', sql: 'SELECT id, name FROM accounts WHERE id = $1', params: [3], rows: 1, layer: 'handler', runnable: 'SELECT id, name FROM accounts WHERE id = 3' });
+    expect(db.queries[0]).toMatchObject({ driver: 'pg', sql: 'SELECT id, name FROM accounts WHERE id = $1', params: [3], rows: 1, layer: 'route GET /pool › handler', runnable: 'SELECT id, name FROM accounts WHERE id = 3' });
     expect(db.queries[0].caller).toMatch(/postgres\.test\.ts:\d+$/);
     expect(db.queries[0].wait).toBeGreaterThanOrEqual(0);
   });

@@ -136,7 +136,7 @@ describe('database queries: better-sqlite3, no setup', () => {
     ]);
     for (const q of db.queries) {
       expect(q.caller).toMatch(new RegExp(`^${THIS_FILE.replace(/[.]/g, '\\.')}:\\d+$`));
-      expect(q.layer).toBe('handler');
+      expect(q.layer).toBe('route GET /sync › handler');
       expect(q.duration).toBeGreaterThanOrEqual(0);
       expect(q.error).toBeUndefined();
     }

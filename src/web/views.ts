@@ -16,7 +16,7 @@ const assets = { css: asset('style.css'), js: asset('app.js') };
 
 
 export const helpers = {
-  ms: (value: number | undefined) => (value === undefined || value < 0 ? '–' : value >= 100 ? `${Math.round(value)} ms` : `${value.toFixed(1)} ms`),
+  ms: (value: number | undefined) => (value === undefined || value < 0 ? '–' : value >= 100 ? `${Math.round(value)} ms` : value >= 1 ? `${value.toFixed(1)} ms` : `${value.toFixed(2)} ms`),
   bytes(value: number | undefined) {
     if (value === undefined) return '–';
     if (value < 1024) return `${value} B`;
