@@ -57,6 +57,7 @@ const ROUTES = {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ customer: 'c_42', items: [{ sku: 'A-1', qty: 2, price: 9.5 }, { sku: 'B-7', qty: 1, price: 24 }, { sku: 'C-3', qty: 5, price: 1.25 }] }),
   },
+  inside: { path: '/inside', method: 'GET' },
 };
 
 /**
@@ -104,6 +105,33 @@ async function overhead(name, seconds, amount) {
     distinct: stored.distinct,
     bytesPerProfile: round(stored.bytes / Math.max(stored.count, 1), 0),
   };
+}
+
+/**
+ * The cost of one captured query and one captured HTTP call: n of each timed inside one request
+ * of a bare and of a recorded server, alternately; the difference of the medians, per operation.
+ */
+async function perOperation(rounds) {
+  const bare = await startServer('bare');
+  const recorded = await startServer('recorded', path.join(work, 'micro.sqlite'));
+  const time = async (server, what, n) => (await (await fetch(`${server.url}/micro/${what}?n=${n}`)).json()).ms;
+  const out = {};
+  for (const [what, n] of [['queries', 100], ['calls', 40]]) {
+    const a = [];
+    const b = [];
+    for (let i = 0; i < rounds + 3; i++) {
+      const x = await time(bare, what, n);
+      const y = await time(recorded, what, n);
+      if (i >= 3) {
+        a.push(x);
+        b.push(y);
+      }
+    }
+    out[what] = { n, bareUs: round((median(a) / n) * 1000, 1), recordedUs: round((median(b) / n) * 1000, 1), costUs: round(((median(b) - median(a)) / n) * 1000, 1) };
+  }
+  await bare.stop();
+  await recorded.stop();
+  return out;
 }
 
 async function memory(requests) {
@@ -195,6 +223,10 @@ process.stdout.write('overhead, hello route…\n');
 results.hello = await overhead('hello', quick ? 1 : 5, scale(30_000));
 process.stdout.write('overhead, realistic route…\n');
 results.realistic = await overhead('realistic', quick ? 1 : 5, scale(20_000));
+process.stdout.write('overhead, three queries and a fetch…\n');
+results.inside = await overhead('inside', quick ? 1 : 5, scale(20_000));
+process.stdout.write('per query and per call…\n');
+results.perOperation = await perOperation(quick ? 5 : 25);
 process.stdout.write('memory…\n');
 results.memory = await memory(scale(100_000));
 process.stdout.write('retention…\n');
@@ -209,6 +241,9 @@ const rows = [
   ['p99 latency, hello: bare / recorded', `${results.hello.bareP99} / ${results.hello.recordedP99} ms`, '', ''],
   ['Throughput, realistic: bare / recorded', `${results.realistic.bareRps} / ${results.realistic.recordedRps} req/s`, `ratio ${results.realistic.ratio}`, ''],
   ['p99 latency, realistic: bare / recorded', `${results.realistic.bareP99} / ${results.realistic.recordedP99} ms`, '', ''],
+  ['Throughput, 3 queries + 1 fetch: bare / recorded', `${results.inside.bareRps} / ${results.inside.recordedRps} req/s`, `ratio ${results.inside.ratio}`, ''],
+  ['One better-sqlite3 query: bare / recorded', `${results.perOperation.queries.bareUs} / ${results.perOperation.queries.recordedUs} µs`, `+${results.perOperation.queries.costUs} µs`, ''],
+  ['One loopback fetch: bare / recorded', `${results.perOperation.calls.bareUs} / ${results.perOperation.calls.recordedUs} µs`, `+${results.perOperation.calls.costUs} µs`, ''],
   ['Completeness, hello: answered / stored (distinct)', `${results.hello.answered} / ${results.hello.stored} (${results.hello.distinct})`, results.hello.answered === results.hello.distinct ? 'none lost' : 'MISMATCH', '0 lost'],
   ['Completeness, realistic: answered / stored (distinct)', `${results.realistic.answered} / ${results.realistic.stored} (${results.realistic.distinct})`, results.realistic.answered === results.realistic.distinct ? 'none lost' : 'MISMATCH', '0 lost'],
   ['List page, 100k profiles: median / p95', `${results.ui.list.median} / ${results.ui.list.p95} ms`, '', '< 50 ms'],

@@ -1,6 +1,9 @@
 // A benchmark subject: the same Express app, bare or recorded, in its own process.
 // argv: <bare|recorded> <database> <maxProfiles>. Talks to the runner over IPC.
+import Database from 'better-sqlite3';
 import express from 'express';
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { webProfiler } from '../dist/index.js';
 
 const [mode, database, maxProfiles = '1000000'] = process.argv.slice(2);
@@ -19,6 +22,41 @@ app.post('/orders', (req, res) => {
   const total = req.body.items.reduce((sum, item) => sum + item.price * item.qty, 0);
   req.log?.info('order priced', { total });
   res.status(201).json({ id: 'ord_1234', total, items: req.body.items.length, status: 'accepted' });
+});
+
+// The app's own database and an upstream service on loopback (a plain server: its answers are not recorded).
+const db = new Database(':memory:');
+db.exec('CREATE TABLE products (sku TEXT PRIMARY KEY, price REAL, stock INTEGER); CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT, total REAL)');
+const addProduct = db.prepare('INSERT INTO products VALUES (?, ?, ?)');
+for (let i = 0; i < 100; i++) addProduct.run(`SKU-${i}`, 1 + i / 10, 50);
+const upstream = http.createServer((_req, res) => res.end('{"rate":1.08}'));
+await new Promise((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+const upstreamUrl = `http://127.0.0.1:${upstream.address().port}/rates`;
+
+// Three queries and one loopback fetch: a route that reads, calls a service, writes.
+const findProduct = db.prepare('SELECT price, stock FROM products WHERE sku = ?');
+const countOrders = db.prepare('SELECT count(*) AS n FROM orders WHERE customer = ?');
+const addOrder = db.prepare('INSERT INTO orders (customer, total) VALUES (?, ?)');
+app.get('/inside', async (_req, res) => {
+  const product = findProduct.get('SKU-42');
+  const { rate } = await (await fetch(upstreamUrl)).json();
+  const { n } = countOrders.get('c_42');
+  addOrder.run('c_42', product.price * rate);
+  res.json({ price: product.price * rate, orders: n + 1 });
+});
+
+// What one captured query and one captured call cost: n of them timed inside a request, bare or recorded.
+app.get('/micro/queries', (req, res) => {
+  const n = Number(req.query.n);
+  const started = performance.now();
+  for (let i = 0; i < n; i++) findProduct.get(`SKU-${i % 100}`);
+  res.json({ ms: performance.now() - started });
+});
+app.get('/micro/calls', async (req, res) => {
+  const n = Number(req.query.n);
+  const started = performance.now();
+  for (let i = 0; i < n; i++) await (await fetch(upstreamUrl)).arrayBuffer();
+  res.json({ ms: performance.now() - started });
 });
 
 // A failure three causes deep, for the debug exception page.

@@ -1,8 +1,10 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The package's own directory (src/ or dist/ under it): its frames are never the caller. */
-const OWN = path.dirname(path.dirname(fileURLToPath(import.meta.url))) + path.sep;
+/** The package's own directory (src/ or dist/ under it), as a path and as ES modules name it: its frames are never the caller. */
+const OWN_URL = new URL('../', new URL('.', import.meta.url)).href;
+const OWN = fileURLToPath(OWN_URL);
+const NODE_MODULES = `${path.sep}node_modules${path.sep}`;
 
 type Site = NodeJS.CallSite;
 const sites = (_: Error, stack: Site[]) => stack;
@@ -13,21 +15,34 @@ const sites = (_: Error, stack: Site[]) => stack;
  * and only as many as it takes to get past a driver's own.
  */
 export function callerFrame(): string | undefined {
+  // V8 builds an object per frame: most callers are a few frames above the driver, so a short
+  // stack is tried first, and a long one only when the app's frame lies deeper (an ORM in between).
+  const near = frameIn(SHORT);
+  return near === null ? (frameIn(LONG) ?? undefined) : near;
+}
+
+const SHORT = 7;
+const LONG = 40;
+
+function frameIn(depth: number): string | undefined | null {
   const limit = Error.stackTraceLimit;
   const prepare = Error.prepareStackTrace;
   const holder: { stack?: Site[] } = {};
-  Error.stackTraceLimit = 24;
+  Error.stackTraceLimit = depth;
   Error.prepareStackTrace = sites as typeof Error.prepareStackTrace;
   try {
-    Error.captureStackTrace(holder, callerFrame);
-    for (const site of holder.stack ?? []) {
+    Error.captureStackTrace(holder, frameIn);
+    const stack = holder.stack ?? [];
+    for (const site of stack) {
       const name = site.getFileName();
-      if (name === undefined || name === null || name.startsWith('node:')) continue;
+      // Tested on the name as V8 has it (a path, or a file: URL for an ES module): converting each costs more than the stack.
+      if (name === undefined || name === null || name.startsWith('node:') || name.startsWith(OWN_URL) || name.startsWith(OWN) || name.includes('/node_modules/') || name.includes(NODE_MODULES)) continue;
       const file = name.startsWith('file://') ? fileURLToPath(name) : name;
-      if (file.startsWith(OWN) || file.includes(`${path.sep}node_modules${path.sep}`) || !path.isAbsolute(file)) continue;
+      if (!path.isAbsolute(file)) continue;
       return `${file}:${site.getLineNumber()}`;
     }
-    return undefined;
+    // null: none in a stack that was cut short, worth a deeper look; undefined: there is none.
+    return stack.length >= depth && depth < LONG ? null : undefined;
   } catch {
     return undefined;
   } finally {

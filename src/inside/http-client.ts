@@ -90,7 +90,8 @@ function onUndiciCreate(message: unknown): void {
   const ctx = requestOf();
   if (ctx === undefined) return;
   const origin = String(request.origin).replace(/\/$/, '');
-  const entry = started(ctx, 'fetch', request.method, origin + request.path, callerFrame());
+  // No caller line: fetch creates its request after awaits of its own, where no frame of the app's is left.
+  const entry = started(ctx, 'fetch', request.method, origin + request.path, undefined);
   if (entry === undefined) return;
   let host = '';
   try {

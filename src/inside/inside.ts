@@ -67,6 +67,8 @@ export interface Inside {
 
 /** Details are kept for this many statements (and calls, and spans) per request; the rest are counted and timed. */
 export const MAX_QUERIES = 500;
+/** The caller's line is looked for in the first this many statements of a request: a stack costs some µs, and a loop shows in these already. */
+export const MAX_CALLERS = 100;
 
 export function insideOf(ctx: RequestContext): Inside {
   if (ctx.inside !== undefined) return ctx.inside;
@@ -89,7 +91,7 @@ export function queryStarted(ctx: RequestContext, driver: string, sql: string, p
   };
   if (inside.queries.length < MAX_QUERIES) {
     entry.kept = true;
-    entry.caller = caller ?? callerFrame();
+    entry.caller = caller ?? (inside.queries.length < MAX_CALLERS ? callerFrame() : undefined);
     inside.queries.push(entry);
   }
   return entry;
