@@ -52,7 +52,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const tellOwn = onceEach(options.onError);
   captureConsole();
   hookLoadedRouters();
-  recordHttpCalls();
+  recordHttpCalls(tellOwn);
   const findDrivers = () => instrumentLoaded(tellOwn);
   findDrivers();
   const explainable = new ExplainRegistry();

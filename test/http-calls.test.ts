@@ -141,4 +141,39 @@ describe('outgoing HTTP calls', () => {
     profiler.flush();
     expect((await json(`${server.url}/_profiler/${forged.headers.get('x-debug-token')}`)).parent).toBeNull();
   });
+
+  it('leaves calls of real shapes as they are: raw-array headers, a Uint8Array body, a call outside any request', async () => {
+    const seen: { headers: string[]; body: string }[] = [];
+    const sink = await listen((req: http.IncomingMessage, res: http.ServerResponse) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        seen.push({ headers: req.rawHeaders, body });
+        res.end('ok');
+      });
+    });
+    running.push(sink);
+    const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    closing.push(() => profiler.close());
+    const app = express();
+    app.use(profiler);
+    app.get('/raw', (_req, res) => {
+      // Headers as a raw array are fixed when the request is made: nothing can be added, and nothing breaks.
+      const out = http.request(sink.url, { method: 'POST', headers: ['X-Twice', 'a', 'X-Twice', 'b', 'Content-Length', '3'] }, (r) => {
+        r.resume();
+        r.on('end', () => res.send('sent'));
+      });
+      out.end(new Uint8Array([104, 105, 33]));
+    });
+    const server = await listen(app);
+    running.push(server);
+    const res = await fetch(`${server.url}/raw`);
+    expect(await res.text()).toBe('sent');
+    expect(seen[0].body).toBe('hi!');
+    expect(seen[0].headers.filter((_h, i, all) => i % 2 === 0 && all[i] === 'X-Twice')).toHaveLength(2);
+    await (await fetch(sink.url)).text();
+    profiler.flush();
+    const calls = (await json(`${server.url}/_profiler/${res.headers.get('x-debug-token')}?panel=http_client`)).data;
+    expect(calls.requests).toMatchObject([{ api: 'http', method: 'POST', status: 200 }]);
+  });
 });

@@ -3,7 +3,7 @@ import express from 'express';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { span, webProfiler, type ProfilerOptions } from '../src/index.js';
+import { instrument, span, webProfiler, type ProfilerOptions } from '../src/index.js';
 import { listen, tempDb, tempDir, type Running } from './helpers.js';
 
 const running: Running[] = [];
@@ -300,5 +300,13 @@ describe('spans and the timeline', () => {
     const timed = await start({ serverTiming: true });
     const header = (await fetch(`${timed.url}/sync`)).headers.get('server-timing');
     expect(header).toMatch(/^db;dur=[\d.]+;desc="2 queries", http;dur=0\.00;desc="0 calls", app;dur=[\d.]+$/);
+  });
+});
+
+describe('instrument()', () => {
+  it('takes a driver module a bundle hides from the require cache, and refuses anything else', () => {
+    expect(instrument(Database)).toBe('better-sqlite3');
+    expect(instrument({ default: Database })).toBe('better-sqlite3');
+    expect(() => instrument({ query() {} })).toThrow(/not a driver the profiler knows/);
   });
 });

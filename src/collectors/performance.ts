@@ -24,7 +24,8 @@ export interface PerformanceData {
   /** Resident set size of the process when the response finished, in bytes. */
   rss: number;
   spans: Span[];
-  timeline: TimelineItem[];
+  /** Layers and what ran inside them, when anything did (else the spans say it all, and are not stored twice). */
+  timeline?: TimelineItem[];
 }
 
 const round = (ms: number) => Math.round(ms * 1000) / 1000;
@@ -35,10 +36,11 @@ const short = (name: string) => (name.length > MAX_NAME ? `${name.slice(0, MAX_N
  * Layers in the order they ran, each followed by what started while it ran, in start order;
  * what ran inside an app's span sits one level deeper than the span.
  */
-function timelineOf(s: Snapshot, keys: string[]): TimelineItem[] {
+function timelineOf(s: Snapshot, keys: string[]): TimelineItem[] | undefined {
   const inner: TimelineItem[] = [];
   const inside = s.inside;
-  if (inside) {
+  if (inside === undefined) return undefined;
+  {
     for (const q of inside.queries) inner.push({ name: short(redactStatement(q.sql, undefined, keys).sql.replace(/\s+/g, ' ').trim()), kind: 'query', start: q.start, end: q.end, depth: 1, ...(q.error ? { error: true } : {}) });
     for (const c of inside.calls) inner.push({ name: short(`${c.method} ${redactText(c.url, keys)}`), kind: 'http', start: c.start, end: c.end, depth: 1, ...(c.error || (c.status ?? 0) >= 500 ? { error: true } : {}) });
     for (const m of inside.marks) inner.push({ name: short(m.name), kind: 'span', start: m.start, end: m.end, depth: 1, ...(m.error ? { error: true } : {}) });
@@ -64,6 +66,11 @@ function timelineOf(s: Snapshot, keys: string[]): TimelineItem[] {
 export const performance: CorePanel<PerformanceData> = {
   id: 'performance',
   title: 'Performance',
-  collect: (s, options) => ({ total: round(s.duration), ttfb: round(s.ttfb), rss: s.rss, spans: s.spans, timeline: timelineOf(s, options.redactKeys) }),
+  collect(s, options) {
+    const data: PerformanceData = { total: round(s.duration), ttfb: round(s.ttfb), rss: s.rss, spans: s.spans };
+    const timeline = timelineOf(s, options.redactKeys);
+    if (timeline !== undefined) data.timeline = timeline;
+    return data;
+  },
   badge: (data) => `${Math.round(data.total)} ms`,
 };

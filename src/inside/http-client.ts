@@ -170,31 +170,46 @@ let subscribed = false;
  * exported http(s).request and .get are wrapped so that the parent token can go with it and the
  * caller's line be seen; nothing else about them changes.
  */
-export function recordHttpCalls(): void {
+export function recordHttpCalls(tell: (message: string) => void): void {
   if (subscribed) return;
   subscribed = true;
-  dc.subscribe('undici:request:create', onUndiciCreate);
-  dc.subscribe('undici:request:headers', onUndiciHeaders);
-  dc.subscribe('undici:request:trailers', (m) => ended((m as { request: object }).request));
-  dc.subscribe('undici:request:error', (m) => ended((m as { request: object }).request, (m as { error: unknown }).error));
-  dc.subscribe('http.client.request.start', onHttpStart);
-  dc.subscribe('http.client.response.finish', onHttpResponse);
-  dc.subscribe('http.client.request.error', (m) => ended((m as { request: object }).request, (m as { error: unknown }).error));
+  // What a subscriber throws, Node rethrows as an uncaught exception: the app's process would die of the profiler's trouble.
+  const on = (channel: string, fn: (message: unknown) => void) => dc.subscribe(channel, (message) => {
+    try {
+      fn(message);
+    } catch (err) {
+      tell(`recording an HTTP call failed: ${(err as Error)?.message ?? err}`);
+    }
+  });
+  on('undici:request:create', onUndiciCreate);
+  on('undici:request:headers', onUndiciHeaders);
+  on('undici:request:trailers', (m) => ended((m as { request: object }).request));
+  on('undici:request:error', (m) => ended((m as { request: object }).request, (m as { error: unknown }).error));
+  on('http.client.request.start', onHttpStart);
+  on('http.client.response.finish', onHttpResponse);
+  on('http.client.request.error', (m) => ended((m as { request: object }).request, (m as { error: unknown }).error));
   if (announcesCreated) {
-    dc.subscribe('http.client.request.created', (m) => onHttpCreated((m as { request: ClientRequest }).request));
+    on('http.client.request.created', (m) => onHttpCreated((m as { request: ClientRequest }).request));
     return;
   }
   for (const mod of [http, https] as unknown as Record<string, (...args: unknown[]) => ClientRequest>[]) {
     const request0 = mod.request;
+    const created = (req: ClientRequest) => {
+      try {
+        onHttpCreated(req);
+      } catch (err) {
+        tell(`recording an HTTP call failed: ${(err as Error)?.message ?? err}`);
+      }
+    };
     mod.request = function request(this: unknown, ...args: unknown[]) {
       const req = request0.apply(this, args);
-      onHttpCreated(req);
+      created(req);
       return req;
     };
     // What http.get does, around the request it makes.
     mod.get = function get(this: unknown, ...args: unknown[]) {
       const req = request0.apply(this, args);
-      onHttpCreated(req);
+      created(req);
       req.end();
       return req;
     };
