@@ -159,7 +159,7 @@ describe('outgoing HTTP calls', () => {
     app.use(profiler);
     app.get('/raw', (_req, res) => {
       // Headers as a raw array are fixed when the request is made: nothing can be added, and nothing breaks.
-      const out = http.request(sink.url, { method: 'POST', headers: ['X-Twice', 'a', 'X-Twice', 'b', 'Content-Length', '3'] }, (r) => {
+      const out = http.request(sink.url, { method: 'POST', headers: ['Host', new URL(sink.url).host, 'X-Twice', 'a', 'X-Twice', 'b', 'Content-Length', '3'] }, (r) => {
         r.resume();
         r.on('end', () => res.send('sent'));
       });
