@@ -148,14 +148,15 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     extra: undefined,
     extraErrors: undefined,
   };
+  let parsedBytes = 0;
   let size = 1024 + url.length + c.responseBody.text.length + (typeof head === 'string' ? head.length : 0);
   for (const h of c.rawHeaders) size += h.length;
   if (typeof body === 'string') c.rawBody = wire(body, Buffer.byteLength(body), limit);
   else if (ArrayBuffer.isView(body)) c.rawBody = wire(body, body.byteLength, limit);
-  else if (body !== undefined && smallParsed(req, limit)) {
-    // What a parser made of a body no larger than the limit is about as large: it crosses as it is.
+  else if (body !== undefined && (parsedBytes = smallParsed(req, limit)) > 0) {
+    // What a parser made of a body no larger than the limit is about as large (a few times its bytes in memory): it crosses as it is.
     c.body = body;
-    size += limit;
+    size += 3 * parsedBytes;
   } else if (body !== undefined) {
     // Any other is cut here, to about bodyLimit: a huge one must not cross to the writer whole.
     const copy = bounded(body, limit);
@@ -194,10 +195,10 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
   return c;
 }
 
-/** A body read in whole from a request that said it was at most `limit` bytes long. */
-const smallParsed = (req: Request, limit: number) => {
+/** The length of a body read in whole from a request that said it was at most `limit` bytes long, else 0. */
+const smallParsed = (req: Request, limit: number): number => {
   const declared = Number(req.headers['content-length']);
-  return declared > 0 && declared <= limit && req.complete;
+  return declared > 0 && declared <= limit && req.complete ? declared : 0;
 };
 
 /**
