@@ -1,8 +1,9 @@
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import { onceEach } from './collectors/build.js';
 import { resolveOptions, type ProfilerOptions, type ResolvedOptions } from './options.js';
-import { contextOf } from './recording/context.js';
-import { captureConsole, logger } from './recording/logger.js';
+import { contextOf, trackRequests } from './recording/context.js';
+import { isLoaded } from './recording/loaded.js';
+import { captureConsole, logger, pinoHttpLoaded } from './recording/logger.js';
 import { hookLoadedRouters } from './recording/layers.js';
 import { recorder } from './recording/recorder.js';
 import { capture } from './recording/snapshot.js';
@@ -18,6 +19,7 @@ import { withToolbar } from './web/toolbar.js';
 import { instrumentLoaded } from './inside/drivers/index.js';
 import { ExplainRegistry } from './inside/explain.js';
 import { recordHttpCalls } from './inside/http-client.js';
+import { recordPino } from './loggers/pino.js';
 
 export interface WebProfiler extends RequestHandler {
   /** Mount after the app's routes: answers requests no route took. */
@@ -32,6 +34,9 @@ export interface WebProfiler extends RequestHandler {
   /** Flush and close the store. */
   close(): void;
 }
+
+/** Libraries whose use comes after awaits (better-sqlite3 is not one: the profiler loads it itself, and it is synchronous). */
+const ASYNC_LIBRARIES = /[\\/]node_modules[\\/](pg|pg-pool|mysql2|ioredis|mongodb|pino|winston|undici)[\\/]/;
 
 /** Read from req.url, not req.path: this runs on every request and parsing the URL is not free. */
 const isProfilerPath = (url: string) =>
@@ -53,7 +58,12 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   captureConsole();
   hookLoadedRouters();
   recordHttpCalls(tellOwn);
-  const findDrivers = () => instrumentLoaded(tellOwn);
+  recordPino(tellOwn);
+  const findDrivers = () => {
+    instrumentLoaded(tellOwn);
+    // An app that talks to these does so after awaits: follow its requests across them from the start.
+    if (isLoaded(ASYNC_LIBRARIES)) trackRequests();
+  };
   findDrivers();
   const explainable = new ExplainRegistry();
   const record = recorder({
@@ -115,6 +125,7 @@ function assemble(options: ResolvedOptions, recording?: Recording): WebProfiler 
   const record = recording?.record;
   const pages = recording?.pages;
 
+  let pinoHttp: boolean | undefined;
   const middleware = function webProfilerMiddleware(req: Request, res: Response, next: NextFunction) {
     // The first recorder to see a request owns it: mounted again in a sub-app, or a second profiler, adds nothing.
     if (contextOf(res) !== undefined) return next();
@@ -122,8 +133,9 @@ function assemble(options: ResolvedOptions, recording?: Recording): WebProfiler 
       if (isProfilerPath(req.url)) return pages(req, res);
       return record(req, res, next);
     }
-    // App code calls req.log whether or not the profiler records: it must exist and cost nothing.
-    req.log = logger;
+    // App code calls req.log whether or not the profiler records: it must exist and cost nothing
+    // (unless pino-http gives it, which it does only where req.log is not set yet).
+    if (!(pinoHttp ??= pinoHttpLoaded())) req.log = logger;
     if (options.debug) res.setHeader('X-Robots-Tag', 'noindex');
     next();
   } as WebProfiler;

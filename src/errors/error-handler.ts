@@ -76,7 +76,7 @@ function respond(err: unknown, status: number, req: Request, res: Response, ctx:
     }, null, 2));
     return;
   }
-  const logs = ctx ? logsData(ctx.logs, options.redactKeys) : undefined;
+  const logs = ctx ? logsData(ctx.logs, options.redactKeys, ctx.logsDropped) : undefined;
   if (format === 'text') {
     res.setHeader('Content-Type', 'text/plain; charset=utf-8');
     const report = textReport(exception, req, logs?.lines ?? [], token, profilerUrl);

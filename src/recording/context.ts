@@ -3,13 +3,19 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
+/** Where a line came from: req.log or the exported logger, console.*, pino, winston. */
+export type LogChannel = 'app' | 'console' | 'pino' | 'winston';
+
 export interface LogLine {
   time: number;
   level: LogLevel;
   message: string;
   context?: unknown;
-  /** 'console' when the line came from console.*, else 'logger'. */
-  channel: 'app' | 'console';
+  channel: LogChannel;
+  /** The logger's name, when it has one (pino's `name`). */
+  logger?: string;
+  /** A line as its logger wrote it (pino's JSON), read into message and context off the request's thread. */
+  raw?: string;
 }
 
 /** One middleware or route handler call, in milliseconds since the request started. */
@@ -41,6 +47,8 @@ export interface RequestContext {
   req: IncomingMessage;
   res: ServerResponse;
   logs: LogLine[];
+  /** Lines past MAX_LOG_LINES: counted, not kept. */
+  logsDropped: number;
   /** Router layers entered, as flat (layer, ms since start) pairs: one push each, spans made later. */
   trail: unknown[];
   error: unknown;

@@ -1,5 +1,6 @@
 import { format } from 'node:util';
-import { currentContext, type LogLevel, type RequestContext } from './context.js';
+import { isLoaded } from './loaded.js';
+import { currentContext, type LogChannel, type LogLevel, type RequestContext } from './context.js';
 
 export interface Logger {
   debug(message: string, context?: unknown): void;
@@ -11,9 +12,15 @@ export interface Logger {
 /** Lines beyond this many per request are counted, not kept: a chatty loop must not eat the memory. */
 export const MAX_LOG_LINES = 1000;
 
-export function addLine(ctx: RequestContext, level: LogLevel, message: string, context: unknown, channel: 'app' | 'console'): void {
-  if (ctx.logs.length >= MAX_LOG_LINES) return;
-  ctx.logs.push({ time: Date.now(), level, message, context, channel });
+export function addLine(ctx: RequestContext, level: LogLevel, message: string, context: unknown, channel: LogChannel): void {
+  if (ctx.logs.length >= MAX_LOG_LINES) ctx.logsDropped++;
+  else ctx.logs.push({ time: Date.now(), level, message, context, channel });
+}
+
+/** A line as its logger wrote it (pino's JSON): read later, off the request's thread. */
+export function addRawLine(ctx: RequestContext, level: LogLevel, raw: string, channel: LogChannel): void {
+  if (ctx.logs.length >= MAX_LOG_LINES) ctx.logsDropped++;
+  else ctx.logs.push({ time: Date.now(), level, message: '', channel, raw });
 }
 
 const at = (level: LogLevel) => (message: string, context?: unknown) => {
@@ -63,3 +70,10 @@ export function captureConsole(): void {
     };
   }
 }
+
+/**
+ * Whether pino-http is loaded: it gives req.log a pino logger of its own, but only where req.log
+ * is not set already, so the profiler then leaves req.log to it (pino's lines reach the profile
+ * through pino's channel).
+ */
+export const pinoHttpLoaded = (): boolean => isLoaded(/[\\/]node_modules[\\/]pino-http[\\/]/);

@@ -3,7 +3,7 @@ import { ServerResponse, validateHeaderValue, type IncomingMessage } from 'node:
 import { performance } from 'node:perf_hooks';
 import { contextOf, kContext, requestFinished, requestStarted, type RecorderSettings, type RequestContext } from './context.js';
 import { hookLayers } from './layers.js';
-import { logger, RequestLogger } from './logger.js';
+import { logger, pinoHttpLoaded, RequestLogger } from './logger.js';
 import { serverTiming } from '../inside/inside.js';
 import { isToken } from './token.js';
 import { originOf } from './url.js';
@@ -40,6 +40,7 @@ export function recorder(deps: RecorderDeps) {
       req,
       res,
       logs: [],
+      logsDropped: 0,
       trail: [],
       error: undefined,
       described: undefined,
@@ -248,10 +249,31 @@ function linkOf(ctx: RequestContext): string | undefined {
 
 const definedLog = new WeakSet<object>();
 
-/** req.log on the app's request prototype: made on first use, bound to its request. */
+/**
+ * req.log on the app's request prototype (unless pino-http is loaded, which sets its own): made on
+ * first use, bound to its request. And req.id, the profile's token, unless something defined one
+ * before: pino-http (and other request-id middleware) keep an existing req.id, so their access-log
+ * lines name the profile.
+ */
 function defineLog(reqProto: object): void {
   if (definedLog.has(reqProto)) return;
   definedLog.add(reqProto);
+  const ownLog = !pinoHttpLoaded();
+  if (!('id' in reqProto)) {
+    Object.defineProperty(reqProto, 'id', {
+      configurable: true,
+      get(this: Request) {
+        return contextOf(this.res)?.token;
+      },
+      set(this: Request, value: unknown) {
+        Object.defineProperty(this, 'id', { value, writable: true, configurable: true, enumerable: true });
+      },
+    });
+  }
+  if (ownLog) defineRequestLogger(reqProto);
+}
+
+function defineRequestLogger(reqProto: object): void {
   Object.defineProperty(reqProto, 'log', {
     configurable: true,
     get(this: Request) {

@@ -56,6 +56,7 @@ export interface Snapshot {
   params: unknown;
   spans: Span[];
   logs: LogLine[];
+  logsDropped: number;
   exception?: ExceptionData;
   inside?: CapturedInside;
   /** The app's own panels, collected on the request's thread (they may read req and res). */
@@ -93,6 +94,7 @@ export interface Captured extends Pick<Snapshot, 'token' | 'parent' | 'time' | '
   /** (kind TAB name, entered at) pairs: see layers.ts. */
   trail: unknown[];
   logs?: LogLine[];
+  logsDropped?: number;
   exception?: ExceptionData;
   inside?: CapturedInside;
   extra?: Record<string, unknown>;
@@ -143,6 +145,7 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     params: ctx.params === undefined ? undefined : plain(ctx.params, QUERY_BUDGET),
     trail: describeTrail(ctx.trail),
     logs: undefined,
+    logsDropped: ctx.logsDropped || undefined,
     exception: exceptionOf(ctx),
     inside: undefined,
     extra: undefined,
@@ -168,7 +171,7 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
   if (ctx.logs.length > 0) {
     // Log contexts are the app's live objects: a small flat one crosses as it is, any other is copied now, within a budget.
     c.logs = ctx.logs.map((line) => {
-      size += 64 + line.message.length;
+      size += 64 + line.message.length + (line.raw?.length ?? 0);
       if (line.context === undefined) return line;
       const flat = flatSize(line.context);
       if (flat >= 0) {
@@ -269,6 +272,7 @@ export function snapshotOf(c: Captured): Snapshot {
     params: c.params ?? {},
     spans: spansOf(c.trail, c.duration),
     logs: c.logs ?? [],
+    logsDropped: c.logsDropped ?? 0,
     exception: c.exception,
     inside: c.inside,
     extra: c.extra ?? {},

@@ -54,12 +54,19 @@
       }
     });
 
-    // Log level filter: hides rows of unchecked levels.
+    // Log filters, by level and by logger: a row shows when both its level and its logger are checked.
     document.querySelectorAll('[data-log-filter]').forEach(function (box) {
       box.addEventListener('change', function () {
-        var table = document.getElementById(box.getAttribute('data-log-filter'));
+        var id = box.getAttribute('data-log-filter');
+        var table = document.getElementById(id);
         if (!table) return;
-        table.querySelectorAll('tr[data-level="' + box.value + '"]').forEach(function (row) { row.hidden = !box.checked; });
+        var off = { level: {}, channel: {} };
+        document.querySelectorAll('[data-log-filter="' + id + '"]').forEach(function (b) {
+          if (!b.checked) off[b.getAttribute('data-filter-by') || 'level'][b.value] = true;
+        });
+        table.querySelectorAll('tbody tr').forEach(function (row) {
+          row.hidden = Boolean(off.level[row.getAttribute('data-level')] || off.channel[row.getAttribute('data-channel')]);
+        });
       });
     });
   });

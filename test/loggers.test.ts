@@ -1,0 +1,197 @@
+import express from 'express';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import winston from 'winston';
+import { createRequire } from 'node:module';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { logger, pinoDestination, webProfiler } from '../src/index.js';
+import { profilerTransport } from '../src/winston.js';
+import { listen, tempDb, type Running } from './helpers.js';
+
+const running: Running[] = [];
+const closing: (() => void)[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((r) => r.close()));
+});
+afterAll(() => closing.forEach((close) => close()));
+
+// Loaded untyped: pino-http's types give every IncomingMessage a pino `log`, over the profiler's.
+const pinoHttp = createRequire(import.meta.url)('pino-http') as (options: unknown) => express.RequestHandler;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A destination that keeps what it was given, byte for byte. */
+function sink() {
+  const chunks: string[] = [];
+  return { chunks, stream: { write: (s: string) => void chunks.push(s) } };
+}
+
+/** The same app, with or without the profiler: what the loggers write must not differ. */
+async function start(recorded: boolean) {
+  const out = sink();
+  const log = pino({ name: 'shop', timestamp: false, base: undefined, level: 'trace' }, out.stream);
+  const winstonOut: string[] = [];
+  const wlog = winston.createLogger({
+    level: 'silly',
+    format: winston.format.json(),
+    transports: [
+      new winston.transports.Stream({ stream: new Writable({ write(chunk, _enc, cb) { winstonOut.push(String(chunk)); cb(); } }) }),
+      // A transport that answers late, like any network one: lines queue up behind it.
+      new (class extends winston.transports.Stream {
+        override log(info: unknown, cb: () => void) {
+          setTimeout(cb, 1);
+        }
+      })({ stream: new Writable({ write(_c, _e, cb) { cb(); } }) }),
+      ...(recorded ? [profilerTransport()] : []),
+    ],
+  });
+  const profiler = recorded ? webProfiler({ database: tempDb(), onError: () => {} }) : undefined;
+  const app = express();
+  if (profiler) app.use(profiler);
+  app.use(pinoHttp({ logger: log.child({ component: 'http' }), autoLogging: { ignore: (req: express.Request) => (req.url ?? '').startsWith('/_profiler') } }));
+  app.get('/pino/:id', async (req, res) => {
+    const orders = log.child({ module: 'orders' });
+    orders.info({ order: req.params.id }, 'order %s received', req.params.id);
+    await sleep(Number(req.query.wait ?? 1));
+    orders.warn({ order: req.params.id, card: { number: '4242', password: 'pino-secret' } }, 'payment slow');
+    (req.log as unknown as pino.Logger).debug('from pino-http');
+    logger.info('from the profiler\'s logger');
+    log.trace('tracing');
+    log.fatal('fatal line');
+    res.json({ id: (req as unknown as { id: unknown }).id });
+  });
+  app.get('/winston/:id', async (req, res) => {
+    wlog.info('order received', { order: req.params.id });
+    await sleep(Number(req.query.wait ?? 1));
+    for (let i = 0; i < 3; i++) wlog.warn(`step ${i}`, { order: req.params.id, api_key: 'winston-secret' });
+    wlog.log('silly', 'very detailed');
+    res.send('ok');
+  });
+  const server = await listen(app);
+  running.push(server);
+  if (profiler) closing.push(() => profiler.close());
+  return { ...server, profiler, out, winstonOut, log, wlog };
+}
+
+async function logs(app: Awaited<ReturnType<typeof start>>, token: string) {
+  app.profiler!.flush();
+  const res = await fetch(`${app.url}/_profiler/${token}?panel=logs`, { headers: { accept: 'application/json' } });
+  return (await res.json()).data;
+}
+
+describe('pino and pino-http', () => {
+  it('puts each pino line into the profile of the request that logged it, after awaits and out of order', async () => {
+    const app = await start(true);
+    const ids = ['a1', 'b2', 'c3', 'd4'];
+    const replies = await Promise.all(ids.map((id, i) => fetch(`${app.url}/pino/${id}?wait=${(4 - i) * 15}`)));
+    for (const [i, res] of replies.entries()) {
+      const token = res.headers.get('x-debug-token')!;
+      // pino-http keeps an existing req.id: the profile's token.
+      expect((await res.json()).id).toBe(token);
+      const data = await logs(app, token);
+      const pinoLines = data.lines.filter((l: any) => l.channel === 'pino');
+      expect(pinoLines.map((l: any) => [l.level, l.message, l.logger])).toEqual([
+        ['info', `order ${ids[i]} received`, 'shop'],
+        ['warn', 'payment slow', 'shop'],
+        ['debug', 'from pino-http', 'shop'],
+        ['debug', 'tracing', 'shop'],
+        ['error', 'fatal line', 'shop'],
+        ['info', 'request completed', 'shop'],
+      ]);
+      expect(pinoLines[0].context).toEqual({ module: 'orders', order: ids[i] });
+      expect(pinoLines[1].context.card).toEqual({ number: '4242', password: '[redacted]' });
+      expect(pinoLines[2].context.req.id).toBe(token);
+      expect(data.channels.pino).toBe(6);
+    }
+    // The access-log line pino-http writes names the profile.
+    const completed = app.out.chunks.map((c) => JSON.parse(c)).filter((l) => l.msg === 'request completed');
+    expect(completed.map((l) => l.req.id).sort()).toEqual(replies.map((r) => r.headers.get('x-debug-token')).sort());
+  });
+
+  it('writes to pino\'s destination exactly what it writes without the profiler', async () => {
+    const bare = await start(false);
+    const recorded = await start(true);
+    for (const app of [bare, recorded]) {
+      await (await fetch(`${app.url}/pino/x1`)).text();
+      app.log.info({ outside: true }, 'a line outside any request');
+    }
+    // The app's own lines byte for byte; pino-http's name the request (its id, port and timing) and
+    // the response (whose id, the profile's token, and debug headers differ by design).
+    const http = (line: string) => {
+      const parsed = JSON.parse(line);
+      parsed.req.id = parsed.req.remotePort = 0;
+      parsed.req.headers.host = '';
+      if (parsed.res) {
+        parsed.responseTime = 0;
+        for (const h of ['x-debug-token', 'x-debug-token-link', 'x-robots-tag', 'content-length', 'etag']) delete parsed.res.headers[h];
+      }
+      return parsed;
+    };
+    const same = (lines: string[]) => lines.map((l) => (l.includes('"component":"http"') ? http(l) : l));
+    expect(same(recorded.out.chunks)).toEqual(same(bare.out.chunks));
+    expect(recorded.out.chunks.length).toBeGreaterThanOrEqual(6);
+  });
+
+  it('takes lines from a destination for older pino, once each with a pino that has the channel too', async () => {
+    const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    closing.push(() => profiler.close());
+    const out = sink();
+    const log = pino({ timestamp: false }, pino.multistream([{ stream: out.stream }, { stream: pinoDestination() }]));
+    const app = express();
+    app.use(profiler);
+    app.get('/', (_req, res) => {
+      log.error({ code: 7 }, 'through multistream');
+      res.send('ok');
+    });
+    const server = await listen(app);
+    running.push(server);
+    const res = await fetch(server.url);
+    await res.text();
+    profiler.flush();
+    const data = (await (await fetch(`${server.url}/_profiler/${res.headers.get('x-debug-token')}?panel=logs`, { headers: { accept: 'application/json' } })).json()).data;
+    expect(data.lines.map((l: any) => [l.channel, l.level, l.message, l.context])).toEqual([['pino', 'error', 'through multistream', { code: 7 }]]);
+    expect(out.chunks).toHaveLength(1);
+  });
+});
+
+describe('winston', () => {
+  it('puts lines into the request that logged them, even when a slow transport makes them late', async () => {
+    const app = await start(true);
+    const ids = ['w1', 'w2', 'w3'];
+    const replies = await Promise.all(ids.map((id, i) => fetch(`${app.url}/winston/${id}?wait=${(3 - i) * 10}`)));
+    for (const [i, res] of replies.entries()) {
+      await res.text();
+      const data = await logs(app, res.headers.get('x-debug-token')!);
+      const lines = data.lines.filter((l: any) => l.channel === 'winston');
+      expect(lines.map((l: any) => [l.level, l.message])).toEqual([
+        ['info', 'order received'], ['warn', 'step 0'], ['warn', 'step 1'], ['warn', 'step 2'], ['debug', 'very detailed'],
+      ]);
+      expect(lines.slice(0, 4).every((l: any) => l.context.order === ids[i])).toBe(true);
+      expect(lines[1].context.api_key).toBe('[redacted]');
+    }
+  });
+
+  it('leaves what its other transports write unchanged, and keeps no line logged outside a request', async () => {
+    const bare = await start(false);
+    const recorded = await start(true);
+    for (const app of [bare, recorded]) {
+      await (await fetch(`${app.url}/winston/q1`)).text();
+      app.wlog.info('outside any request');
+    }
+    await sleep(50);
+    expect(recorded.winstonOut).toEqual(bare.winstonOut);
+    expect(recorded.winstonOut).toContain('{"level":"info","message":"outside any request"}\n');
+  });
+});
+
+describe('the logs panel', () => {
+  it('names each line\'s logger and filters by it', async () => {
+    const app = await start(true);
+    const res = await fetch(`${app.url}/pino/p9`);
+    await res.text();
+    app.profiler!.flush();
+    const page = await (await fetch(`${app.url}/_profiler/${res.headers.get('x-debug-token')}?panel=logs`)).text();
+    expect(page).toContain('data-filter-by="channel"');
+    expect(page).toMatch(/<td class="mono muted">pino<div>shop<\/div><\/td>/);
+  });
+});
