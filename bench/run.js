@@ -108,7 +108,7 @@ async function overhead(name, seconds, amount) {
 }
 
 /**
- * The cost of one captured query and one captured HTTP call: n of each timed inside one request
+ * The cost of one captured query, HTTP call, pino line and winston line: n of each timed inside one request
  * of a bare and of a recorded server, alternately; the difference of the medians, per operation.
  */
 async function perOperation(rounds) {
@@ -116,7 +116,7 @@ async function perOperation(rounds) {
   const recorded = await startServer('recorded', path.join(work, 'micro.sqlite'));
   const time = async (server, what, n) => (await (await fetch(`${server.url}/micro/${what}?n=${n}`)).json()).ms;
   const out = {};
-  for (const [what, n] of [['queries', 100], ['calls', 40]]) {
+  for (const [what, n] of [['queries', 100], ['calls', 40], ['pino', 200], ['winston', 200]]) {
     const a = [];
     const b = [];
     for (let i = 0; i < rounds + 3; i++) {
@@ -244,6 +244,8 @@ const rows = [
   ['Throughput, 3 queries + 1 fetch: bare / recorded', `${results.inside.bareRps} / ${results.inside.recordedRps} req/s`, `ratio ${results.inside.ratio}`, ''],
   ['One better-sqlite3 query: bare / recorded', `${results.perOperation.queries.bareUs} / ${results.perOperation.queries.recordedUs} µs`, `+${results.perOperation.queries.costUs} µs`, ''],
   ['One loopback fetch: bare / recorded', `${results.perOperation.calls.bareUs} / ${results.perOperation.calls.recordedUs} µs`, `+${results.perOperation.calls.costUs} µs`, ''],
+  ['One pino line: bare / recorded', `${results.perOperation.pino.bareUs} / ${results.perOperation.pino.recordedUs} µs`, `+${results.perOperation.pino.costUs} µs`, ''],
+  ['One winston line: bare / recorded', `${results.perOperation.winston.bareUs} / ${results.perOperation.winston.recordedUs} µs`, `+${results.perOperation.winston.costUs} µs`, ''],
   ['Completeness, hello: answered / stored (distinct)', `${results.hello.answered} / ${results.hello.stored} (${results.hello.distinct})`, results.hello.answered === results.hello.distinct ? 'none lost' : 'MISMATCH', '0 lost'],
   ['Completeness, realistic: answered / stored (distinct)', `${results.realistic.answered} / ${results.realistic.stored} (${results.realistic.distinct})`, results.realistic.answered === results.realistic.distinct ? 'none lost' : 'MISMATCH', '0 lost'],
   ['List page, 100k profiles: median / p95', `${results.ui.list.median} / ${results.ui.list.p95} ms`, '', '< 50 ms'],

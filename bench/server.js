@@ -4,7 +4,10 @@ import Database from 'better-sqlite3';
 import express from 'express';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
+import pino from 'pino';
+import winston from 'winston';
 import { webProfiler } from '../dist/index.js';
+import { profilerTransport } from '../dist/winston.js';
 
 const [mode, database, maxProfiles = '1000000'] = process.argv.slice(2);
 const app = express();
@@ -56,6 +59,25 @@ app.get('/micro/calls', async (req, res) => {
   const n = Number(req.query.n);
   const started = performance.now();
   for (let i = 0; i < n; i++) await (await fetch(upstreamUrl)).arrayBuffer();
+  res.json({ ms: performance.now() - started });
+});
+
+// Loggers writing to a destination that drops what it is given: what is timed is the logging, and the capture.
+const discard = { write() {} };
+const plog = pino({ name: 'bench' }, discard);
+const wlog = winston.createLogger({
+  transports: [new winston.transports.Stream({ stream: new (await import('node:stream')).Writable({ write(_c, _e, cb) { cb(); } }) }), ...(profiler ? [profilerTransport()] : [])],
+});
+app.get('/micro/pino', (req, res) => {
+  const n = Number(req.query.n);
+  const started = performance.now();
+  for (let i = 0; i < n; i++) plog.info({ order: i, items: 3 }, 'order priced');
+  res.json({ ms: performance.now() - started });
+});
+app.get('/micro/winston', (req, res) => {
+  const n = Number(req.query.n);
+  const started = performance.now();
+  for (let i = 0; i < n; i++) wlog.info('order priced', { order: i, items: 3 });
   res.json({ ms: performance.now() - started });
 });
 
