@@ -2,7 +2,8 @@ import Database from 'better-sqlite3';
 import express from 'express';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { span, webProfiler, type WebProfiler } from '../src/index.js';
+import pino from 'pino';
+import { logger, span, webProfiler, type WebProfiler } from '../src/index.js';
 import { CHROMIUM, launch, openPage, shot } from './browser.js';
 import { listen, tempDb, type Running } from './helpers.js';
 
@@ -31,6 +32,15 @@ beforeAll(async () => {
     await fetch(`http://127.0.0.1:${refused}/`).catch(() => undefined);
     await span('render', async () => new Promise((r) => setTimeout(r, 4)));
     res.type('html').send(`<!doctype html><html><head><title>Books</title></head><body><h1>Books</h1><p>${rows.length} books, stock ${stock.stock}</p></body></html>`);
+  });
+  const log = pino({ name: 'orders' }, { write() {} });
+  e.get('/logged', async (_req, res) => {
+    log.info({ order: 17, total: 42.5 }, 'order priced');
+    await new Promise((r) => setTimeout(r, 2));
+    log.warn({ order: 17 }, 'stock is low');
+    logger.info('app line', { step: 'render' });
+    log.error({ err: { type: 'Error', message: 'card declined' } }, 'payment failed');
+    res.send('<!doctype html><html><body>logged</body></html>');
   });
   e.use(profiler.notFound);
   e.use(profiler.errorHandler);
@@ -81,6 +91,28 @@ describe.skipIf(!CHROMIUM)('inside the request, in chromium', () => {
       expect(await page.locator('svg.timeline rect.bar-http').count()).toBe(2);
       expect(await page.locator('svg.timeline rect.bar-span').count()).toBe(2);
       await shot(page, `timeline-${scheme}`);
+      expect(errors).toEqual([]);
+      await page.context().close();
+    }
+  });
+
+  it('the logs panel names the logger of each line and filters by it', async () => {
+    for (const scheme of ['light', 'dark'] as const) {
+      const { page, errors } = await openPage(browser, scheme);
+      const res = await page.goto(`${app.url}/logged`);
+      profiler.flush();
+      await page.goto(`${app.url}/_profiler/${await res!.headerValue('x-debug-token')}?panel=logs`);
+      const rows = page.locator('#log-table tbody tr');
+      expect(await rows.count()).toBe(4);
+      expect(await rows.first().textContent()).toContain('orders');
+      await page.uncheck('input[data-filter-by="channel"][value="pino"]');
+      expect(await page.locator('#log-table tbody tr:not([hidden])').count()).toBe(1);
+      await page.uncheck('input[data-filter-by="level"][value="info"]');
+      expect(await page.locator('#log-table tbody tr:not([hidden])').count()).toBe(0);
+      await page.check('input[data-filter-by="channel"][value="pino"]');
+      expect(await page.locator('#log-table tbody tr:not([hidden])').count()).toBe(2);
+      await page.check('input[data-filter-by="level"][value="info"]');
+      await shot(page, `logs-panel-${scheme}`);
       expect(errors).toEqual([]);
       await page.context().close();
     }
