@@ -80,9 +80,11 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     inject: debug ? withToolbar : undefined,
     failed: (err) => tellOwn(`recording a request failed: ${(err as Error)?.message ?? err}`),
   });
+  // Pages are few and asked for by a person: each tries to open a store that could not be opened
+  // (another thread migrating it held the lock, say) at once, rather than after the pause.
   const read = () => {
     reader.changed();
-    return reader.get();
+    return reader.get(true);
   };
   const pages = profilerPages({
     options,

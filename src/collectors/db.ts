@@ -111,7 +111,8 @@ export const db: CorePanel<DbData> = {
     });
     const list = [...groups.values()].map(({ index, seen, byCaller, ...g }) => {
       const callers = [...byCaller].map(([caller, count]) => ({ caller, count })).sort((a, b) => b.count - a.count);
-      return { ...g, time: Math.round(g.time * 1000) / 1000, callers, nPlusOne: callers.some((c) => c.count >= N_PLUS_ONE && c.caller !== '(unknown)') };
+      // A caller that is not known (a pool that runs the statement in a callback of its own) counts as one line: a statement repeated that often is the same smell.
+      return { ...g, time: Math.round(g.time * 1000) / 1000, callers, nPlusOne: callers.some((c) => c.count >= N_PLUS_ONE) };
     });
     for (const q of queries) q.nPlusOne = list[q.group].nPlusOne && (list[q.group].callers.find((c) => c.caller === (q.caller ?? '(unknown)'))?.count ?? 0) >= N_PLUS_ONE;
     return {

@@ -1,10 +1,11 @@
 import { createRequire } from 'node:module';
 import type { DriverAdapter } from './adapter.js';
 import { betterSqlite3 } from './better-sqlite3.js';
+import { mysql2 } from './mysql2.js';
 import { pg } from './pg.js';
 
 /** The drivers recorded with no setup. A new one: its adapter file beside these, and its name here. */
-export const drivers: DriverAdapter[] = [betterSqlite3, pg];
+export const drivers: DriverAdapter[] = [betterSqlite3, pg, mysql2];
 
 const requireCache = createRequire(import.meta.url).cache;
 const hooked = new WeakSet<object>();
@@ -44,7 +45,7 @@ export function instrumentLoaded(tell: (message: string) => void): boolean {
 export function instrument(exports: unknown): string {
   const module = (exports as { default?: unknown } | null)?.default ?? exports;
   const adapter = drivers.find((d) => d.matches(module)) ?? drivers.find((d) => d.matches(exports));
-  if (adapter === undefined) throw new TypeError('instrument(): not a driver the profiler knows (better-sqlite3, pg)');
+  if (adapter === undefined) throw new TypeError('instrument(): not a driver the profiler knows (better-sqlite3, pg, mysql2)');
   hookOnce(adapter, adapter.matches(module) ? module : exports);
   return adapter.name;
 }

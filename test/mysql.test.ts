@@ -1,0 +1,97 @@
+import express from 'express';
+import mysql from 'mysql2';
+import mysqlPromise from 'mysql2/promise';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { webProfiler } from '../src/index.js';
+import { listen, tempDb, type Running } from './helpers.js';
+
+const url = inject('mysqlUrl');
+if (!url) process.stderr.write(`\n!!! MYSQL TESTS SKIPPED: ${inject('mysqlMissing')}\n\n`);
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.skipIf(!url)('database queries: mysql2 through its tracing channels, against a real MariaDB', () => {
+  let server: Running;
+  let pool: mysqlPromise.Pool;
+  let callbacks: mysql.Pool;
+  let profiler: ReturnType<typeof webProfiler>;
+
+  beforeAll(async () => {
+    // The profiler first, as an app mounts it: it subscribes to the channels mysql2 publishes on.
+    profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    pool = mysqlPromise.createPool({ uri: url, connectionLimit: 3 });
+    callbacks = mysql.createPool({ uri: url, connectionLimit: 1 });
+    await pool.query('CREATE DATABASE IF NOT EXISTS shop');
+    await pool.query('DROP TABLE IF EXISTS shop.accounts');
+    await pool.query('CREATE TABLE shop.accounts (id INT PRIMARY KEY, name VARCHAR(40) UNIQUE, api_token VARCHAR(80))');
+    for (let i = 1; i <= 6; i++) await pool.execute('INSERT INTO shop.accounts VALUES (?, ?, ?)', [i, `user${i}`, `token-${i}`]);
+    const app = express();
+    app.use(profiler);
+    app.get('/accounts/:id', async (req, res) => {
+      await sleep(Number(req.query.wait ?? 1));
+      const [rows] = await pool.execute('SELECT name FROM shop.accounts WHERE id = ?', [Number(req.params.id)]);
+      const [all] = await pool.query('SELECT id FROM shop.accounts ORDER BY id');
+      res.json({ name: (rows as { name: string }[])[0].name, count: (all as unknown[]).length });
+    });
+    app.get('/n1', async (_req, res) => {
+      const [all] = await pool.query('SELECT id FROM shop.accounts ORDER BY id');
+      for (const row of all as { id: number }[]) await pool.execute('SELECT name FROM shop.accounts WHERE id = ?', [row.id]);
+      res.send('ok');
+    });
+    app.get('/failing', (_req, res) => {
+      callbacks.query('SELECT * FROM shop.missing', (err) => {
+        callbacks.query("UPDATE shop.accounts SET api_token = 'fresh-secret' WHERE id = 1", (err2, result) =>
+          res.json({ error: err?.message, changed: (result as { affectedRows: number }).affectedRows, err2: err2?.message ?? null }));
+      });
+    });
+    server = await listen(app);
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    profiler?.close();
+    await pool?.end();
+    await new Promise((resolve) => callbacks?.end(resolve));
+  });
+
+  async function run(path: string) {
+    const res = await fetch(server.url + path);
+    const body = await res.text();
+    profiler.flush();
+    const data = (await (await fetch(`${server.url}/_profiler/${res.headers.get('x-debug-token')}?panel=db`, { headers: { accept: 'application/json' } })).json()).data;
+    return { body, db: data };
+  }
+
+  it('records execute() and query() of the promise API, after awaits, each in its own request', async () => {
+    const ids = [1, 2, 3, 4];
+    const results = await Promise.all(ids.map((id) => run(`/accounts/${id}?wait=${(5 - id) * 10}`)));
+    results.forEach(({ body, db }, i) => {
+      expect(JSON.parse(body)).toEqual({ name: `user${ids[i]}`, count: 6 });
+      expect(db.queries.map((q: any) => [q.driver, q.sql, q.params, q.rows])).toEqual([
+        ['mysql', 'SELECT name FROM shop.accounts WHERE id = ?', [ids[i]], 1],
+        ['mysql', 'SELECT id FROM shop.accounts ORDER BY id', undefined, 6],
+      ]);
+      expect(db.queries[0].layer).toBe('route GET /accounts/:id › handler');
+      expect(db.queries[0].caller).toMatch(/mysql\.test\.ts:\d+$/);
+      expect(db.queries[0].wait).toBeGreaterThanOrEqual(0);
+    });
+  });
+
+  it('flags the N+1 loop', async () => {
+    const { db } = await run('/n1');
+    expect(db.count).toBe(7);
+    // The pool runs each statement in a callback of its own: the line is the one that asked the pool for a connection.
+    expect(db.groups.find((g: any) => g.nPlusOne)).toMatchObject({ sql: 'SELECT name FROM shop.accounts WHERE id = ?', count: 6, callers: [{ caller: expect.stringMatching(/mysql\.test\.ts:\d+$/), count: 6 }] });
+  });
+
+  it('records a failed query with its error, and redacts a secret column\'s literal, in the callback API', async () => {
+    const { body, db } = await run('/failing');
+    expect(JSON.parse(body)).toMatchObject({ error: "Table 'shop.missing' doesn't exist", changed: 1 });
+    expect(db.queries[0]).toMatchObject({ sql: 'SELECT * FROM shop.missing', error: { code: 'ER_NO_SUCH_TABLE', message: "Table 'shop.missing' doesn't exist" } });
+    expect(db.queries[1]).toMatchObject({ sql: "UPDATE shop.accounts SET api_token = '[redacted]' WHERE id = 1", rows: 1 });
+  });
+});
+
+it('has a MariaDB server in CI', () => {
+  if (process.env.CI) expect(inject('mysqlMissing')).toBe('');
+});
