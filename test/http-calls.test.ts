@@ -59,6 +59,15 @@ async function twoApps() {
   return { back: { ...backServer, profiler: backProfiler }, front: { ...frontServer, profiler: frontProfiler } };
 }
 
+/** An app with a profiler of its own, closed after the file. */
+function recordedApp() {
+  const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+  closing.push(() => profiler.close());
+  const app = express();
+  app.use(profiler);
+  return { profiler, app };
+}
+
 async function json(url: string) {
   const res = await fetch(url, { headers: { accept: 'application/json' } });
   expect(res.status).toBe(200);
@@ -121,10 +130,7 @@ describe('outgoing HTTP calls', () => {
       res.end('ok');
     });
     running.push(sink);
-    const profiler = webProfiler({ database: tempDb(), onError: () => {} });
-    closing.push(() => profiler.close());
-    const app = express();
-    app.use(profiler);
+    const { profiler, app } = recordedApp();
     app.get('/call', async (_req, res) => {
       await (await fetch(sink.url.replace('127.0.0.1', 'localhost'))).text();
       await get(sink.url);
@@ -153,10 +159,7 @@ describe('outgoing HTTP calls', () => {
       });
     });
     running.push(sink);
-    const profiler = webProfiler({ database: tempDb(), onError: () => {} });
-    closing.push(() => profiler.close());
-    const app = express();
-    app.use(profiler);
+    const { profiler, app } = recordedApp();
     app.get('/raw', (_req, res) => {
       // Headers as a raw array are fixed when the request is made: nothing can be added, and nothing breaks.
       const out = http.request(sink.url, { method: 'POST', headers: ['Host', new URL(sink.url).host, 'X-Twice', 'a', 'X-Twice', 'b', 'Content-Length', '3'] }, (r) => {
