@@ -60,6 +60,10 @@ async function start(recorded: boolean) {
     log.fatal('fatal line');
     res.json({ id: (req as unknown as { id: unknown }).id });
   });
+  app.get('/chatty', (_req, res) => {
+    for (let i = 0; i < 1100; i++) log.info({ i }, 'line');
+    res.send('ok');
+  });
   app.get('/winston/:id', async (req, res) => {
     wlog.info('order received', { order: req.params.id });
     await sleep(Number(req.query.wait ?? 1));
@@ -193,5 +197,18 @@ describe('the logs panel', () => {
     const page = await (await fetch(`${app.url}/_profiler/${res.headers.get('x-debug-token')}?panel=logs`)).text();
     expect(page).toContain('data-filter-by="channel"');
     expect(page).toMatch(/<td class="mono muted">pino<div>shop<\/div><\/td>/);
+  });
+
+  it('keeps the first 1,000 lines of a request and counts the rest', async () => {
+    const app = await start(true);
+    const res = await fetch(`${app.url}/chatty`);
+    await res.text();
+    const data = await logs(app, res.headers.get('x-debug-token')!);
+    expect(data.lines).toHaveLength(1000);
+    // pino-http's access line comes after the 1,100: dropped too.
+    expect(data.dropped).toBe(101);
+    expect(data.capped).toBe(true);
+    const page = await (await fetch(`${app.url}/_profiler/${res.headers.get('x-debug-token')}?panel=logs`)).text();
+    expect(page).toContain('Only the first 1000 lines were kept; 101 more were counted and dropped.');
   });
 });
