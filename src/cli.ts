@@ -1,7 +1,11 @@
 #!/usr/bin/env node
 import { run } from './cli/run.js';
 
-process.exitCode = run(process.argv.slice(2), {
+const stop = new AbortController();
+process.once('SIGINT', () => stop.abort());
+process.once('SIGTERM', () => stop.abort());
+process.exitCode = await run(process.argv.slice(2), {
   out: (line) => process.stdout.write(`${line}\n`),
   err: (line) => process.stderr.write(`${line}\n`),
-});
+  tty: process.stdout.isTTY,
+}, process.env, stop.signal);

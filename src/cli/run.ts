@@ -6,6 +6,8 @@ import { ProfileStore } from '../storage/store.js';
 export interface Io {
   out(line: string): void;
   err(line: string): void;
+  /** Output goes to a terminal: `tail` colours it. */
+  tty?: boolean;
 }
 
 const USAGE = `usage: web-profiler <command> [options]
@@ -14,14 +16,16 @@ const USAGE = `usage: web-profiler <command> [options]
   show  <token> [--json]              one profile: summary, exception and log
   purge (--older-than 2d | --all)     delete profiles (units: s, m, h, d)
   stats [--json]                      count, time span and file size
+  tail  [--json]                      each request as it is stored, one line a request,
+                                      coloured by status (also from other processes)
 
   --db FILE   the SQLite file (default: WEB_PROFILER_DB, else storage/profiler.sqlite)`;
 
 const DURATION = /^(\d+)(s|m|h|d)$/;
 const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
-/** The CLI, as a function: returns the exit code. */
-export function run(argv: string[], io: Io, env: NodeJS.ProcessEnv = process.env): number {
+/** The CLI, as a function: returns the exit code (`tail`: once `stop` aborts, or on SIGINT from bin). */
+export function run(argv: string[], io: Io, env: NodeJS.ProcessEnv = process.env, stop?: AbortSignal): number | Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
@@ -54,6 +58,7 @@ export function run(argv: string[], io: Io, env: NodeJS.ProcessEnv = process.env
     io.err(`cannot open ${file}: ${(err as Error).message}`);
     return 1;
   }
+  if (command === 'tail') return tail(store, io, Boolean(values.json), stop);
   try {
     switch (command) {
       case 'list': {
@@ -132,4 +137,38 @@ export function run(argv: string[], io: Io, env: NodeJS.ProcessEnv = process.env
   } finally {
     store.close();
   }
+}
+
+const POLL_MS = 250;
+const COLOURS = { server: 31, client: 33, redirect: 36, ok: 32 } as const;
+
+const colourOf = (status: number) => (status >= 500 ? COLOURS.server : status >= 400 ? COLOURS.client : status >= 300 ? COLOURS.redirect : COLOURS.ok);
+
+/** The live list in a terminal: what the file gains, from this process or any other that writes it. */
+function tail(store: ProfileStore, io: Io, json: boolean, stop: AbortSignal | undefined): Promise<number> {
+  let last = store.lastId();
+  return new Promise((resolve) => {
+    const timer = setInterval(() => {
+      try {
+        for (const { id, ...p } of store.since(last, { limit: 500 })) {
+          last = id;
+          if (json) {
+            io.out(JSON.stringify(p));
+            continue;
+          }
+          const status = io.tty ? `\x1b[${colourOf(p.status)}m${p.status}\x1b[0m` : String(p.status);
+          io.out(`${new Date(p.time).toISOString().slice(11, 19)}  ${status}  ${p.method.padEnd(6)} ${`${p.duration.toFixed(1)}ms`.padStart(9)}  ${p.token}  ${p.url}`);
+        }
+      } catch (err) {
+        io.err(`cannot read ${store.file}: ${(err as Error).message}`);
+      }
+    }, POLL_MS);
+    const end = () => {
+      clearInterval(timer);
+      store.close();
+      resolve(0);
+    };
+    if (stop?.aborted) end();
+    else stop?.addEventListener('abort', end, { once: true });
+  });
 }

@@ -17,6 +17,8 @@ export interface SearchFilter {
   type?: string;
   /** Only profiles recorded before this one (paging to older results). */
   before?: string;
+  /** Newest first (the default), or slowest first. */
+  sort?: 'time' | 'duration';
   limit: number;
 }
 
@@ -148,6 +150,26 @@ export class ProfileStore {
   }
 
   find(filter: SearchFilter): ProfileSummary[] {
+    const { where, args } = this.whereOf(filter);
+    const order = filter.sort === 'duration' ? 'duration DESC, id DESC' : 'id DESC';
+    const sql = `SELECT ${SUMMARY_COLUMNS} FROM profiles ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ?`;
+    return this.db.prepare(sql).all(...args, filter.limit) as ProfileSummary[];
+  }
+
+  /** Profiles stored after row `id` that match, oldest first, with their row ids: what a live list has not shown yet. */
+  since(id: number, filter: SearchFilter): (ProfileSummary & { id: number })[] {
+    const { where, args } = this.whereOf(filter);
+    where.push('id > ?');
+    const sql = `SELECT id, ${SUMMARY_COLUMNS} FROM profiles WHERE ${where.join(' AND ')} ORDER BY id LIMIT ?`;
+    return this.db.prepare(sql).all(...args, id, filter.limit) as (ProfileSummary & { id: number })[];
+  }
+
+  /** The last row id: where a live list starts. */
+  lastId(): number {
+    return (this.stmts.span.get() as { last: number | null }).last ?? 0;
+  }
+
+  private whereOf(filter: SearchFilter): { where: string[]; args: unknown[] } {
     const where: string[] = [];
     const args: unknown[] = [];
     const add = (sql: string, value: unknown) => {
@@ -165,8 +187,7 @@ export class ProfileStore {
       const id = this.stmts.idOf.get(filter.before);
       if (id !== undefined) add('id < ?', id);
     }
-    const sql = `SELECT ${SUMMARY_COLUMNS} FROM profiles ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
-    return this.db.prepare(sql).all(...args, filter.limit) as ProfileSummary[];
+    return { where, args };
   }
 
   /**

@@ -12,6 +12,9 @@ import { sendPage, serverTiming } from './views.js';
 import { performance } from 'node:perf_hooks';
 import type { ExplainRegistry } from '../inside/explain.js';
 import { redactStatement } from '../collectors/sql.js';
+import type { BodyData } from '../collectors/body.js';
+import { asCurl, asFetch, type Replayable } from './replay.js';
+import { compareProfiles, differencesOf } from './compare.js';
 
 export interface PagesDeps {
   options: ResolvedOptions;
@@ -20,6 +23,10 @@ export interface PagesDeps {
   /** The store as it is: a page never waits for the writer (a profile a few ms old may not be there yet). */
   store(): ProfileStore | undefined;
 }
+
+/** Live lists open at once, per profiler: each polls the store. */
+const MAX_STREAMS = 16;
+const POLL_MS = 250;
 
 /** Panels that have a view of their own; any other (a user's collector) is shown as data. */
 const VIEWS = new Set(['request', 'response', 'exception', 'logs', 'performance', 'db', 'http_client', 'routing', 'config']);
@@ -35,6 +42,7 @@ const wantsJson = (req: Request) => {
  */
 export function profilerPages(deps: PagesDeps) {
   const { options } = deps;
+  let streams = 0;
 
   function fail(req: Request, res: Response, status: number, title: string, message: string, extra: Record<string, unknown> = {}) {
     if (wantsJson(req)) {
@@ -60,7 +68,8 @@ export function profilerPages(deps: PagesDeps) {
     const rows = store.find({ ...filter, limit: filter.limit + 1 });
     const more = rows.length > filter.limit;
     if (more) rows.pop();
-    const older = more ? `?${new URLSearchParams({ ...form, before: rows[rows.length - 1].token })}` : undefined;
+    // Slowest first has no "older" page: `before` pages by arrival.
+    const older = more && filter.sort !== 'duration' ? `?${new URLSearchParams({ ...form, before: rows[rows.length - 1].token })}` : undefined;
     if (wantsJson(req)) {
       res.json({ profiles: rows, filter: form, next: older ? `${req.baseUrl}${req.path}${older}` : null });
       return;
@@ -92,8 +101,15 @@ export function profilerPages(deps: PagesDeps) {
     // ?explain=N opens query N's plan inside the db panel.
     const asking = panelId === 'db' && typeof req.query.explain === 'string' && /^\d{1,4}$/.test(req.query.explain) ? Number(req.query.explain) : undefined;
     const explained = asking === undefined ? undefined : { n: asking, ...(await deps.explainable.explain(token, asking)) };
+    const replay = panelId === 'request' ? replayOf(profile) : undefined;
+    // Recent requests with the same method and path, to set beside this one.
+    const pathOnly = profile.url.replace(/^[a-z]+:\/\/[^/]*/i, '').replace(/[?#].*$/, '');
+    const compareWith = store.find({ method: profile.method, url: pathOnly, limit: 11 }).filter((p) => p.token !== token).slice(0, 10);
     sendPage(res, 200, 'profiler/profile', {
       explained,
+      compareWith,
+      replay: replay && { curl: asCurl(replay), fetch: asFetch(replay) },
+      callReplays: panelId === 'http_client' ? (((data as { requests?: unknown[] } | undefined)?.requests ?? []).map((_c, i) => asCurl(callReplayOf(profile, i)!))) : undefined,
       parentLink: parentLinkOf(profile),
       title: `${profile.method} ${profile.url} · ${token}`,
       profile,
@@ -150,6 +166,7 @@ export function profilerPages(deps: PagesDeps) {
       }
       return list(req, res, 'search');
     }
+    if (path === '/_profiler/stream') return stream(req, res);
     if (path === '/_profiler/latest') {
       const type = typeof req.query.type === 'string' && /^[a-z]{1,20}$/.test(req.query.type) ? req.query.type : 'request';
       const store = withStore(req, res);
@@ -163,6 +180,10 @@ export function profilerPages(deps: PagesDeps) {
     }
     const wdt = /^\/_wdt\/([^/]*)$/.exec(path);
     if (wdt) return toolbar(req, res, wdt[1]);
+    const compare = /^\/_profiler\/([0-9a-f]{6,32})\/compare\/([^/]*)$/.exec(path);
+    if (compare) return comparePage(req, res, compare[1], safeDecode(compare[2]));
+    const replay = /^\/_profiler\/([0-9a-f]{6,32})\/(curl|fetch)$/.exec(path);
+    if (replay) return replayPage(req, res, replay[1], replay[2] as 'curl' | 'fetch');
     const explain = /^\/_profiler\/([0-9a-f]{6,32})\/db\/(\d{1,4})\/explain$/.exec(path);
     if (explain) return explainPage(req, res, explain[1], Number(explain[2]));
     const match = /^\/_profiler\/([^/]+)\/?$/.exec(path);
@@ -171,6 +192,83 @@ export function profilerPages(deps: PagesDeps) {
     return fail(req, res, 404, 'Profile not found', match
       ? `"${shown}" is not a token: tokens are 6 to 32 lowercase hex characters.`
       : `The profiler has no page at ${shown}.`);
+  }
+
+  /**
+   * The live list: each profile stored after the stream opened (or after Last-Event-ID, on a
+   * reconnect), as a Server-Sent Event, read from the store every POLL_MS, so that profiles another
+   * process writes to the same file come too. The search filters apply.
+   */
+  function stream(req: Request, res: Response) {
+    const parsed = parseSearch(req);
+    if (!parsed.ok) return fail(req, res, 400, 'Invalid search', parsed.error);
+    if (streams >= MAX_STREAMS) {
+      res.setHeader('Retry-After', '10');
+      return fail(req, res, 503, 'Too many live lists', `At most ${MAX_STREAMS} live lists can be open at once: close one, or reload later.`);
+    }
+    const store = withStore(req, res);
+    if (!store) return;
+    const filter = { ...parsed.filter, before: undefined, sort: undefined, limit: 200 };
+    const resumed = Number(req.headers['last-event-id']);
+    let last = Number.isSafeInteger(resumed) && resumed >= 0 ? resumed : store.lastId();
+    const head = { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' };
+    if (req.method === 'HEAD') return void res.writeHead(200, head).end();
+    streams++;
+    res.writeHead(200, head);
+    res.write('retry: 2000\n\n');
+    let quiet = 0;
+    const tick = () => {
+      try {
+        const rows = deps.store()?.since(last, filter) ?? [];
+        for (const { id, ...summary } of rows) {
+          res.write(`id: ${id}\nevent: profile\ndata: ${JSON.stringify(summary)}\n\n`);
+          last = id;
+        }
+        // A comment now and then keeps proxies from closing a quiet stream.
+        if (rows.length > 0) quiet = 0;
+        else if (++quiet * POLL_MS >= 15_000) {
+          quiet = 0;
+          res.write(': still here\n\n');
+        }
+      } catch (err) {
+        res.end(`event: error\ndata: ${JSON.stringify(String((err as Error)?.message ?? err))}\n\n`);
+      }
+    };
+    const timer = setInterval(tick, POLL_MS);
+    timer.unref();
+    res.on('close', () => {
+      clearInterval(timer);
+      streams--;
+    });
+  }
+
+  /** Two profiles side by side; the JSON twin lists what differs. */
+  function comparePage(req: Request, res: Response, a: string, b: string) {
+    if (!isToken(b)) return fail(req, res, 404, 'Profile not found', `"${b}" is not a token: tokens are 6 to 32 lowercase hex characters.`);
+    const store = withStore(req, res);
+    if (!store) return;
+    const left = store.read(a);
+    const right = store.read(b);
+    const missing = !left ? a : !right ? b : undefined;
+    if (missing !== undefined) return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${missing}".`, { token: missing });
+    const sections = compareProfiles(left!, right!);
+    const differences = differencesOf(sections);
+    if (wantsJson(req)) return void res.json({ left: a, right: b, differences });
+    sendPage(res, 200, 'profiler/compare', { title: `Compare ${a} with ${b}`, a: left, b: right, sections, differences: differences.length });
+  }
+
+  /** The request (or, with ?call=N, its outgoing call N) as a command to send it again: text/plain. */
+  function replayPage(req: Request, res: Response, token: string, as: 'curl' | 'fetch') {
+    const store = withStore(req, res);
+    if (!store) return;
+    const profile = store.read(token);
+    if (!profile) return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}".`);
+    const call = typeof req.query.call === 'string' ? req.query.call : undefined;
+    const target = call === undefined ? replayOf(profile) : /^\d{1,4}$/.test(call) ? callReplayOf(profile, Number(call)) : undefined;
+    if (!target) return fail(req, res, 404, 'Nothing to replay', call === undefined ? 'This profile has no request to send again.' : `This profile has no outgoing call ${call}.`);
+    res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-store');
+    res.end(as === 'curl' ? asCurl(target) : asFetch(target));
   }
 
   /** A query's plan, by reference: the SQL and the connection are the app's own, never anything the browser sends. */
@@ -237,6 +335,17 @@ export function toolbarSummary(profile: Profile) {
     exception: c.exception?.chain?.[0] ? `${c.exception.chain[0].class}: ${c.exception.chain[0].message}` : null,
     profile: `/_profiler/${profile.token}`,
   };
+}
+
+function replayOf(profile: Profile): Replayable | undefined {
+  const request = profile.collectors.request as { headers?: Record<string, unknown>; body?: BodyData } | undefined;
+  if (!request) return undefined;
+  return { method: profile.method, url: profile.url, headers: request.headers ?? {}, body: request.body };
+}
+
+function callReplayOf(profile: Profile, n: number): Replayable | undefined {
+  const call = (profile.collectors.http_client as { requests?: { method: string; url: string; requestHeaders: Record<string, unknown> }[] } | undefined)?.requests?.[n];
+  return call && { method: call.method, url: call.url, headers: call.requestHeaders };
 }
 
 /** Where the calling request's profile is: the link the caller sent with its token, when it is a plain http(s) URL to that token. */

@@ -68,6 +68,11 @@ export function parseSearch(req: Request): Parsed {
     filter.limit = Number(limit);
     form.limit = limit;
   }
+  const sort = one(q.sort);
+  if (sort) {
+    if (sort !== 'time' && sort !== 'duration') return { ok: false, error: 'sort: time (newest first) or duration (slowest first).' };
+    if (sort === 'duration') filter.sort = form.sort = sort;
+  }
   const before = one(q.before);
   if (before) {
     if (!isToken(before)) return { ok: false, error: 'before: a profile token.' };

@@ -54,6 +54,62 @@
       }
     });
 
+    // The live list: rows from /_profiler/stream (Server-Sent Events), newest on top; paused, they wait.
+    var live = document.querySelector('[data-live]');
+    if (live && window.EventSource) {
+      var body = live.querySelector('tbody');
+      var limit = Number(live.getAttribute('data-limit')) || 50;
+      var toggle = document.querySelector('[data-live-toggle]');
+      var state = document.querySelector('[data-live-state]');
+      var waiting = [];
+      var paused = false;
+      var cls = function (s) { return s >= 500 ? 's-server' : s >= 400 ? 's-client' : s >= 300 ? 's-redirect' : 's-ok'; };
+      var ms = function (v) { return v >= 100 ? Math.round(v) + ' ms' : v >= 1 ? v.toFixed(1) + ' ms' : v.toFixed(2) + ' ms'; };
+      var cell = function (tr, text, className) { var td = document.createElement('td'); if (className) td.className = className; td.textContent = text; tr.appendChild(td); return td; };
+      var link = function (td, href, text, className) { var a = document.createElement('a'); a.href = href; a.textContent = text; if (className) a.className = className; td.textContent = ''; td.appendChild(a); };
+      var add = function (p) {
+        if (!/^[0-9a-f]{6,32}$/.test(p.token) || body.querySelector('tr[data-token="' + p.token + '"]')) return;
+        var tr = document.createElement('tr');
+        tr.setAttribute('data-token', p.token);
+        tr.className = 'fresh';
+        link(cell(tr, ''), '/_profiler/' + p.token, p.token, 'row-link');
+        var badge = document.createElement('span');
+        badge.className = 'badge ' + cls(p.status);
+        badge.textContent = String(p.status);
+        cell(tr, '').appendChild(badge);
+        cell(tr, p.method, 'mono');
+        link(cell(tr, '', 'url'), '/_profiler/' + p.token, p.url);
+        cell(tr, p.ip, 'mono');
+        var time = document.createElement('time');
+        time.dateTime = new Date(p.time).toISOString();
+        time.textContent = 'just now';
+        cell(tr, '').appendChild(time);
+        cell(tr, ms(p.duration), 'mono');
+        body.insertBefore(tr, body.firstChild);
+        while (body.rows.length > limit) body.deleteRow(body.rows.length - 1);
+        var wrap = document.querySelector('[data-live-wrap]');
+        var empty = document.querySelector('[data-live-empty]');
+        if (wrap) wrap.hidden = false;
+        if (empty) empty.hidden = true;
+      };
+      var source = new EventSource(live.getAttribute('data-live'));
+      source.addEventListener('profile', function (e) {
+        var p;
+        try { p = JSON.parse(e.data); } catch (err) { return; }
+        if (paused) {
+          waiting.push(p);
+          state.textContent = 'Paused: ' + waiting.length + ' new request' + (waiting.length === 1 ? '' : 's') + ' waiting.';
+        } else add(p);
+      });
+      if (toggle) toggle.addEventListener('click', function () {
+        paused = !paused;
+        toggle.textContent = paused ? 'Resume' : 'Pause';
+        toggle.setAttribute('aria-pressed', paused ? 'true' : 'false');
+        if (!paused) { waiting.splice(0).forEach(add); }
+        state.textContent = paused ? 'Paused: new requests wait.' : 'Live: new requests appear at the top.';
+      });
+    }
+
     // Log filters, by level and by logger: a row shows when both its level and its logger are checked.
     document.querySelectorAll('[data-log-filter]').forEach(function (box) {
       box.addEventListener('change', function () {
