@@ -101,7 +101,8 @@ export function asCurl(r: Replayable): string {
   const body = bodyOf(r.body);
   if (body.note) notes.push(body.note);
   if (body.holed) args.push(`--data-raw ${word(body.holed)}`);
-  return `${preamble(vars, notes, '#')}curl ${args.join(' \\\n  ')}\n`;
+  const [first, url, ...rest] = args;
+  return `${preamble(vars, notes, '#')}curl ${first} ${url} \\\n  ${rest.join(' \\\n  ')}\n`;
 }
 
 /** A JavaScript string of a value with holes: a template literal whose holes are the variables. */

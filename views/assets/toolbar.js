@@ -95,11 +95,31 @@
     draw();
   }
 
+  // A line in place of the toolbar, styled here: the toolbar's own styles come with it.
+  function notice(text) {
+    root.hidden = false;
+    root.textContent = '';
+    var bar = document.createElement('div');
+    bar.className = 'wp-wdt-fail';
+    bar.setAttribute('role', 'status');
+    bar.style.cssText = 'background:#1f242c;color:#e8ecf1;padding:6px 12px;font:13px/1.4 system-ui,sans-serif;border-top:1px solid #3a424e';
+    bar.appendChild(document.createTextNode(text + ' '));
+    var a = document.createElement('a');
+    a.href = '/_profiler/' + encodeURIComponent(token);
+    a.textContent = 'Open the profile';
+    a.style.color = '#8fb6ff';
+    bar.appendChild(a);
+    root.appendChild(bar);
+  }
+
   // The profile is written just after the page's response: a 404 at first means "not yet".
   var delays = [0, 150, 400, 800, 1500];
   function load(attempt) {
     fetch('/_wdt/' + encodeURIComponent(token), { headers: { Accept: 'text/html' }, credentials: 'same-origin' }).then(function (r) {
-      if (r.status === 404 && attempt + 1 < delays.length) return setTimeout(function () { load(attempt + 1); }, delays[attempt + 1]);
+      if (r.status === 404 && attempt + 1 < delays.length) {
+        if (attempt === 0) notice('The profile of this request is still being written…');
+        return setTimeout(function () { load(attempt + 1); }, delays[attempt + 1]);
+      }
       if (!r.ok) throw new Error(String(r.status));
       return r.text().then(function (html) {
         root.innerHTML = html;
@@ -107,16 +127,7 @@
         wire();
       });
     }).catch(function () {
-      root.hidden = false;
-      root.textContent = '';
-      var bar = document.createElement('div');
-      bar.className = 'wp-wdt-fail';
-      bar.appendChild(document.createTextNode('The web debug toolbar could not load. '));
-      var a = document.createElement('a');
-      a.href = '/_profiler/' + encodeURIComponent(token);
-      a.textContent = 'Open the profile';
-      bar.appendChild(a);
-      root.appendChild(bar);
+      notice('The web debug toolbar could not load.');
     });
   }
   load(0);
