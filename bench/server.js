@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import winston from 'winston';
 import { webProfiler } from '../dist/index.js';
-import { profilerTransport } from '../dist/winston.js';
+import { profilerTransport } from '../dist/instruments/winston.js';
 
 const [mode, database, maxProfiles = '1000000'] = process.argv.slice(2);
 const app = express();

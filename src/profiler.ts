@@ -16,10 +16,10 @@ import type { ProfileStore } from './storage/store.js';
 import { ProfileWriter } from './storage/writer.js';
 import { profilerPages } from './web/profiler-pages.js';
 import { withToolbar } from './web/toolbar.js';
-import { instrumentLoaded } from './inside/drivers/index.js';
-import { ExplainRegistry } from './inside/explain.js';
-import { recordHttpCalls } from './inside/http-client.js';
-import { recordPino } from './loggers/pino.js';
+import { instrumentLoaded } from './instruments/index.js';
+import { ExplainRegistry } from './web/explain.js';
+import { recordHttpCalls } from './instruments/http-client.js';
+import { recordPino } from './instruments/pino.js';
 
 export interface WebProfiler extends RequestHandler {
   /** Mount after the app's routes: answers requests no route took. */

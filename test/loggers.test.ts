@@ -5,7 +5,7 @@ import winston from 'winston';
 import { createRequire } from 'node:module';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { logger, pinoDestination, webProfiler } from '../src/index.js';
-import { profilerTransport } from '../src/winston.js';
+import { profilerTransport } from '../src/instruments/winston.js';
 import { listen, tempDb, type Running } from './helpers.js';
 
 const running: Running[] = [];

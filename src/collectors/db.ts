@@ -1,4 +1,4 @@
-import type { CapturedQuery, ErrorSummary } from '../inside/capture.js';
+import type { CapturedQuery, ErrorSummary } from '../recording/inside-capture.js';
 import type { CorePanel } from './collector.js';
 import { duration, layerAt } from './inside-layers.js';
 import { redactText } from './redact.js';

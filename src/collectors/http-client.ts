@@ -1,4 +1,4 @@
-import type { CapturedCall, ErrorSummary } from '../inside/capture.js';
+import type { CapturedCall, ErrorSummary } from '../recording/inside-capture.js';
 import { isToken } from '../recording/token.js';
 import type { CorePanel } from './collector.js';
 import { duration, layerAt } from './inside-layers.js';

@@ -68,7 +68,7 @@ export interface RequestContext {
   /** req.log, made when the app first uses it. */
   log: import('./logger.js').Logger | undefined;
   /** Queries, outgoing calls and spans: made on the first of them. */
-  inside: import('../inside/inside.js').Inside | undefined;
+  inside: import('./inside.js').Inside | undefined;
 }
 
 /** What the response's wrappers need of the recorder that owns a context. */

@@ -4,7 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { contextOf, kContext, requestFinished, requestStarted, type RecorderSettings, type RequestContext } from './context.js';
 import { hookLayers } from './layers.js';
 import { logger, pinoHttpLoaded, RequestLogger } from './logger.js';
-import { serverTiming } from '../inside/inside.js';
+import { serverTiming } from './inside.js';
 import { isToken } from './token.js';
 import { originOf } from './url.js';
 

@@ -8,7 +8,7 @@ import { describeException, type ExceptionData } from '../errors/describe.js';
 import type { ResolvedOptions } from '../options.js';
 import type { LogLine, RequestContext, Span } from './context.js';
 import { describeTrail, spansOf } from './layers.js';
-import { captureInside, type CapturedInside } from '../inside/capture.js';
+import { captureInside, type CapturedInside } from './inside-capture.js';
 
 /** A body kept as bytes: at most bodyLimit + 1 of them (enough to tell it was cut), and its full size. */
 export interface RawBody {

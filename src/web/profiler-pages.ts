@@ -10,7 +10,7 @@ import { parseSearch } from './search-params.js';
 import { renderToolbar } from './toolbar.js';
 import { sendPage, serverTiming } from './views.js';
 import { performance } from 'node:perf_hooks';
-import type { ExplainRegistry } from '../inside/explain.js';
+import type { ExplainRegistry } from './explain.js';
 import { redactStatement } from '../collectors/sql.js';
 import type { BodyData } from '../collectors/body.js';
 import { asCurl, asFetch, type Replayable } from './replay.js';

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { currentContext, trackRequests, type RequestContext } from '../recording/context.js';
+import { currentContext, trackRequests, type RequestContext } from './context.js';
 import { callerFrame } from './caller.js';
 
 /** One statement a database driver ran for the request. Times are ms since the request arrived. */

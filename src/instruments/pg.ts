@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
-import type { RequestContext } from '../../recording/context.js';
-import { callerFrame } from '../caller.js';
-import { queryEnded, queryStarted, requestOf } from '../inside.js';
-import type { DriverAdapter, PlanRow } from './adapter.js';
+import type { RequestContext } from '../recording/context.js';
+import { callerFrame } from '../recording/caller.js';
+import { queryEnded, queryStarted, requestOf } from '../recording/inside.js';
+import type { DriverAdapter, PlanRow } from './driver.js';
 
 type Fn = (this: any, ...args: any[]) => any;
 type Callback = (err: unknown, result?: unknown, ...rest: unknown[]) => unknown;

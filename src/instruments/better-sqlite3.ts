@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
-import { queryEnded, queryStarted, requestOf, unrecorded, type QueryEntry } from '../inside.js';
-import type { DriverAdapter, PlanRow } from './adapter.js';
+import { queryEnded, queryStarted, requestOf, unrecorded, type QueryEntry } from '../recording/inside.js';
+import type { DriverAdapter, PlanRow } from './driver.js';
 
 type Method = (this: Statement, ...args: unknown[]) => unknown;
 interface Statement {

@@ -1,6 +1,6 @@
-import { adapterNamed } from './drivers/index.js';
-import type { PlanRow } from './drivers/adapter.js';
-import type { ExplainRef, QueryEntry } from './inside.js';
+import { adapterNamed } from '../instruments/index.js';
+import type { PlanRow } from '../instruments/driver.js';
+import type { ExplainRef, QueryEntry } from '../recording/inside.js';
 
 /** Requests whose SELECTs can be explained: the latest ones of this process. */
 const KEPT_REQUESTS = 200;

@@ -3,8 +3,8 @@ import http, { type ClientRequest, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { syncBuiltinESMExports } from 'node:module';
 import type { RequestContext } from '../recording/context.js';
-import { callerFrame } from './caller.js';
-import { insideOf, MAX_QUERIES, requestOf, sinceStart, type CallEntry } from './inside.js';
+import { callerFrame } from '../recording/caller.js';
+import { insideOf, MAX_QUERIES, requestOf, sinceStart, type CallEntry } from '../recording/inside.js';
 
 /** Sent on calls to loopback hosts (and the app's linkHosts): the called app's profile links back to this one. */
 export const PARENT_HEADER = 'X-Debug-Parent-Token';

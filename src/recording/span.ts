@@ -1,4 +1,4 @@
-import { currentContext } from '../recording/context.js';
+import { currentContext } from './context.js';
 import { insideOf, MAX_QUERIES, sinceStart, type MarkEntry } from './inside.js';
 
 /**

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { DriverAdapter } from './adapter.js';
+import type { DriverAdapter } from './driver.js';
 import { betterSqlite3 } from './better-sqlite3.js';
 import { mysql2 } from './mysql2.js';
 import { pg } from './pg.js';

@@ -1,6 +1,6 @@
 import Transport from 'winston-transport';
-import { currentContext, type LogLevel, type RequestContext } from './recording/context.js';
-import { addLine } from './recording/logger.js';
+import { currentContext, type LogLevel, type RequestContext } from '../recording/context.js';
+import { addLine } from '../recording/logger.js';
 
 const LEVEL = Symbol.for('level');
 const MESSAGE = Symbol.for('message');

@@ -1,9 +1,9 @@
 import dc from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
-import type { RequestContext } from '../../recording/context.js';
-import { callerFrame } from '../caller.js';
-import { queryEnded, queryStarted, requestOf, type QueryEntry } from '../inside.js';
-import type { DriverAdapter } from './adapter.js';
+import type { RequestContext } from '../recording/context.js';
+import { callerFrame } from '../recording/caller.js';
+import { queryEnded, queryStarted, requestOf, type QueryEntry } from '../recording/inside.js';
+import type { DriverAdapter } from './driver.js';
 
 /** What mysql2 publishes about a statement: the SQL as sent (values written in, for query()), and its values. */
 interface Traced {
