@@ -2,6 +2,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { isToken } from '../recording/token.js';
 import { ProfileStore } from '../storage/store.js';
+import { serveMcp } from './mcp.js';
 
 export interface Io {
   out(line: string): void;
@@ -18,6 +19,8 @@ const USAGE = `usage: web-profiler <command> [options]
   stats [--json]                      count, time span and file size
   tail  [--json]                      each request as it is stored, one line a request,
                                       coloured by status (also from other processes)
+  mcp                                 a read-only MCP server on stdio, for coding agents
+                                      (tools: search_requests, get_profile, latest_errors)
 
   --db FILE   the SQLite file (default: WEB_PROFILER_DB, else storage/profiler.sqlite)`;
 
@@ -51,6 +54,12 @@ export function run(argv: string[], io: Io, env: NodeJS.ProcessEnv = process.env
     return values.help ? 0 : 2;
   }
   const file = values.db ?? env.WEB_PROFILER_DB ?? path.resolve('storage', 'profiler.sqlite');
+  if (command === 'mcp') {
+    return serveMcp(file, stop).then(() => 0, (err: Error) => {
+      io.err(`cannot serve ${file}: ${err.message}`);
+      return 1;
+    });
+  }
   let store: ProfileStore;
   try {
     store = ProfileStore.open(file);

@@ -19,6 +19,11 @@ export interface SearchFilter {
   before?: string;
   /** Newest first (the default), or slowest first. */
   sort?: 'time' | 'duration';
+  /** A range of statuses, inclusive (500 to 599: the server errors). */
+  statusFrom?: number;
+  statusTo?: number;
+  /** Only requests that took at least this many milliseconds. */
+  minDuration?: number;
   limit: number;
 }
 
@@ -81,6 +86,22 @@ export class ProfileStore {
       if (!isCorruption(err) || file === ':memory:') throw err;
       ProfileStore.moveAside(file);
       return ProfileStore.openAs(file, busyTimeout);
+    }
+  }
+
+  /**
+   * A connection that can only read (what the MCP server uses): SQLite itself refuses every write
+   * on it, whatever is asked. The file must exist and hold the profiler's tables.
+   */
+  static openReadOnly(file: string, busyTimeout = 1000): ProfileStore {
+    const db = new Database(file, { readonly: true, fileMustExist: true });
+    try {
+      db.pragma(`busy_timeout = ${Math.trunc(busyTimeout)}`);
+      db.prepare('SELECT count(*) FROM profiles').get();
+      return new ProfileStore(file, db);
+    } catch (err) {
+      db.close();
+      throw err;
     }
   }
 
@@ -179,6 +200,9 @@ export class ProfileStore {
     if (filter.ip) add('ip = ?', filter.ip);
     if (filter.method) add('method = ?', filter.method.toUpperCase());
     if (filter.status !== undefined) add('status = ?', filter.status);
+    if (filter.statusFrom !== undefined) add('status >= ?', filter.statusFrom);
+    if (filter.statusTo !== undefined) add('status <= ?', filter.statusTo);
+    if (filter.minDuration !== undefined) add('duration >= ?', filter.minDuration);
     if (filter.url) add("url LIKE ? ESCAPE '\\'", `%${filter.url.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
     if (filter.from !== undefined) add('time >= ?', filter.from);
     if (filter.to !== undefined) add('time <= ?', filter.to);

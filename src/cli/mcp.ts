@@ -1,0 +1,131 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { createRequire } from 'node:module';
+import { z } from 'zod';
+import { bounded } from '../collectors/plain.js';
+import { corePanels } from '../collectors/index.js';
+import { isToken } from '../recording/token.js';
+import type { Profile, ProfileSummary } from '../storage/profile.js';
+import { ProfileStore, type SearchFilter } from '../storage/store.js';
+
+/** What one answer may hold, about: a model reads it all, so long bodies and traces are cut. */
+const ANSWER_BUDGET = 24 * 1024;
+const PANELS = corePanels.map((p) => p.id);
+
+type Answer = { content: { type: 'text'; text: string }[]; structuredContent?: Record<string, unknown>; isError?: boolean };
+
+function answer(value: Record<string, unknown>): Answer {
+  const copy = bounded(value, ANSWER_BUDGET);
+  const shown = (copy.cut ? { ...(copy.value as Record<string, unknown>), note: 'Cut to fit: long bodies, traces and lists were shortened. Open the profile in the browser for all of it.' } : copy.value) as Record<string, unknown>;
+  return { content: [{ type: 'text', text: JSON.stringify(shown, null, 2) }], structuredContent: shown };
+}
+
+const failure = (message: string): Answer => ({ content: [{ type: 'text', text: message }], isError: true });
+
+type Any = Record<string, any>;
+
+/** The first frame of the app's own code, else the first frame. */
+function topFrame(error: Any | undefined): string | undefined {
+  const frames = (error?.frames ?? []) as Any[];
+  const frame = frames.find((f) => f.kind === 'app') ?? frames[0];
+  return frame ? `${frame.fn} (${frame.file}:${frame.line})` : undefined;
+}
+
+function headline(profile: Profile): Record<string, unknown> {
+  const chain = (profile.collectors.exception as Any | undefined)?.chain as Any[] | undefined;
+  const { collectors: _c, collectorErrors: _e, ...summary } = profile;
+  return {
+    ...summary,
+    panels: Object.keys(profile.collectors).filter((id) => PANELS.includes(id)),
+    ...(chain?.length ? { exception: { class: chain[0].class, message: chain[0].message, at: topFrame(chain[0]), causes: chain.slice(1).map((e) => `${e.class}: ${e.message}`) } } : {}),
+  };
+}
+
+/**
+ * `web-profiler mcp`: the profiles of a SQLite file, read-only, for coding agents, over the Model
+ * Context Protocol on stdio. The connection is opened read-only: nothing offered here can change
+ * or delete a profile.
+ */
+export async function serveMcp(file: string, stop?: AbortSignal): Promise<void> {
+  const store = ProfileStore.openReadOnly(file);
+  const server = new McpServer({ name: 'express-web-profiler', version: VERSION });
+  const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+  server.registerTool('search_requests', {
+    title: 'Search recorded requests',
+    description: 'Recorded HTTP requests, newest first (or slowest first), as summaries: token, method, URL, status, time (epoch ms), duration (ms), client IP. Filters combine.',
+    inputSchema: {
+      ip: z.string().max(100).optional().describe('Client IP, exactly'),
+      method: z.string().max(10).optional().describe('GET, POST, …'),
+      status: z.number().int().min(100).max(599).optional().describe('One status'),
+      status_from: z.number().int().min(100).max(599).optional().describe('Statuses from this one (500 for server errors)'),
+      status_to: z.number().int().min(100).max(599).optional().describe('Statuses up to this one'),
+      url: z.string().max(2000).optional().describe('A substring of the URL'),
+      since: z.string().optional().describe('ISO date-time: only requests at or after it'),
+      until: z.string().optional().describe('ISO date-time: only requests at or before it'),
+      slower_than_ms: z.number().min(0).optional().describe('Only requests that took at least this long'),
+      slowest_first: z.boolean().optional(),
+      limit: z.number().int().min(1).max(100).default(20),
+    },
+    annotations: readOnly,
+  }, (args) => {
+    const filter: SearchFilter = { limit: args.limit ?? 20, ip: args.ip, method: args.method, status: args.status, statusFrom: args.status_from, statusTo: args.status_to, url: args.url, minDuration: args.slower_than_ms, sort: args.slowest_first ? 'duration' : 'time' };
+    for (const [key, value] of [['since', args.since], ['until', args.until]] as const) {
+      if (value === undefined) continue;
+      const t = Date.parse(value);
+      if (!Number.isFinite(t)) return failure(`${key}: not a date-time, e.g. 2026-11-22T10:00:00Z`);
+      if (key === 'since') filter.from = t;
+      else filter.to = t;
+    }
+    const requests: ProfileSummary[] = store.find(filter);
+    return answer({ count: requests.length, requests });
+  });
+
+  server.registerTool('get_profile', {
+    title: 'Read one recorded request',
+    description: `One recorded request by its token (X-Debug-Token). Without a panel: its summary, the panels it has and its exception, if any. With a panel: that panel's data, redacted as stored. Panels: ${PANELS.join(', ')}.`,
+    inputSchema: {
+      token: z.string().describe('6 to 32 lowercase hex characters'),
+      panel: z.string().optional().describe(`One of ${PANELS.join(', ')}`),
+    },
+    annotations: readOnly,
+  }, ({ token, panel }) => {
+    if (!isToken(token)) return failure(`"${token}" is not a token: tokens are 6 to 32 lowercase hex characters.`);
+    const profile = store.read(token);
+    if (!profile) return failure(`No profile is stored for token ${token}: it was never recorded, or it was pruned.`);
+    if (panel === undefined) return answer(headline(profile));
+    if (!PANELS.includes(panel)) return failure(`There is no panel "${panel}". Panels: ${PANELS.join(', ')}.`);
+    const data = profile.collectors[panel];
+    if (data === undefined) return failure(`Profile ${token} has nothing in panel "${panel}". It has: ${Object.keys(profile.collectors).filter((id) => PANELS.includes(id)).join(', ')}.`);
+    return answer({ token, panel, data });
+  });
+
+  server.registerTool('latest_errors', {
+    title: 'Latest failed requests',
+    description: 'The most recent requests that failed (status 500 or more, or that threw), newest first, each with its exception class, message and top app frame.',
+    inputSchema: { limit: z.number().int().min(1).max(50).default(10) },
+    annotations: readOnly,
+  }, ({ limit }) => {
+    const wanted = limit ?? 10;
+    const errors: Record<string, unknown>[] = [];
+    // Exceptions answered with a 4xx are in the data, not the columns: the latest few hundred are read.
+    for (const summary of store.find({ limit: 300 })) {
+      if (errors.length >= wanted) break;
+      const profile = store.read(summary.token);
+      if (profile && (profile.status >= 500 || profile.collectors.exception !== undefined)) errors.push(headline(profile));
+    }
+    return answer({ count: errors.length, errors });
+  });
+
+  // It ends when the client closes stdin, or on SIGINT/SIGTERM (the bin turns those into `stop`).
+  const closed = new Promise<void>((resolve) => {
+    server.server.onclose = () => resolve();
+    process.stdin.once('end', () => void server.close());
+    stop?.addEventListener('abort', () => void server.close(), { once: true });
+  });
+  await server.connect(new StdioServerTransport());
+  await closed;
+  store.close();
+}
+
+const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;

@@ -1,0 +1,105 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import express from 'express';
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { webProfiler } from '../src/index.js';
+import { listen, tempDb, type Running } from './helpers.js';
+
+let app: Running;
+let client: Client;
+let database: string;
+let failed: string;
+let fine: string;
+
+beforeAll(async () => {
+  database = tempDb();
+  const profiler = webProfiler({ database, onError: () => {} });
+  const e = express();
+  e.use(profiler);
+  e.get('/orders/:id', (req, res) => {
+    req.log.info('looking up the order', { id: req.params.id });
+    if (req.params.id === '13') {
+      req.log.error('the ledger is gone');
+      throw new Error('order 13 cannot be priced', { cause: new Error('ledger unavailable') });
+    }
+    res.json({ id: req.params.id, body: 'x'.repeat(60_000) });
+  });
+  e.use(profiler.notFound);
+  e.use(profiler.errorHandler);
+  app = await listen(e);
+  const ok = await fetch(`${app.url}/orders/7`);
+  await ok.text();
+  const bad = await fetch(`${app.url}/orders/13`, { headers: { accept: 'application/json' } });
+  await bad.text();
+  [fine, failed] = [ok, bad].map((r) => r.headers.get('x-debug-token')!);
+  profiler.flush();
+  profiler.close();
+  // The server as an MCP client starts it: the built CLI, over stdio.
+  client = new Client({ name: 'test', version: '1.0.0' });
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [path.resolve('dist/cli.js'), 'mcp', '--db', database], stderr: 'pipe' }));
+});
+
+afterAll(async () => {
+  await client?.close();
+  await app?.close();
+});
+
+const call = async (name: string, args: Record<string, unknown> = {}) => {
+  const result = (await client.callTool({ name, arguments: args })) as { content: { type: string; text: string }[]; structuredContent?: any; isError?: boolean };
+  return result;
+};
+
+describe('web-profiler mcp', () => {
+  it('offers read-only tools with schemas', async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(['get_profile', 'latest_errors', 'search_requests']);
+    for (const tool of tools) {
+      expect(tool.inputSchema.type).toBe('object');
+      expect(tool.annotations?.readOnlyHint).toBe(true);
+    }
+  });
+
+  it('finds the failing request, and reads its exception and log', async () => {
+    const search = await call('search_requests', { status_from: 500 });
+    expect(search.structuredContent.requests.map((r: any) => r.token)).toEqual([failed]);
+    const errors = await call('latest_errors');
+    expect(errors.structuredContent.errors[0]).toMatchObject({
+      token: failed,
+      status: 500,
+      exception: { class: 'Error', message: 'order 13 cannot be priced', causes: ['Error: ledger unavailable'] },
+    });
+    expect(errors.structuredContent.errors[0].exception.at).toMatch(/mcp\.test\.ts:\d+\)$/);
+    const logs = await call('get_profile', { token: failed, panel: 'logs' });
+    expect(logs.structuredContent.data.lines.map((l: any) => l.message)).toEqual(expect.arrayContaining(['looking up the order', 'the ledger is gone']));
+    const summary = await call('get_profile', { token: failed });
+    expect(summary.structuredContent.panels).toEqual(expect.arrayContaining(['request', 'exception', 'logs']));
+    expect(JSON.parse(summary.content[0].text).token).toBe(failed);
+  });
+
+  it('cuts long answers to a size a model can read, and says so', async () => {
+    const response = await call('get_profile', { token: fine, panel: 'response' });
+    expect(response.content[0].text.length).toBeLessThan(40_000);
+    expect(response.structuredContent.note).toMatch(/Cut to fit/);
+  });
+
+  it('answers a bad token or panel with a clear error', async () => {
+    const bad = await call('get_profile', { token: 'zz' });
+    expect(bad.isError).toBe(true);
+    expect(bad.content[0].text).toBe('"zz" is not a token: tokens are 6 to 32 lowercase hex characters.');
+    const unknown = await call('get_profile', { token: 'abcdef' });
+    expect(unknown.content[0].text).toContain('No profile is stored for token abcdef');
+    const panel = await call('get_profile', { token: failed, panel: 'secrets' });
+    expect(panel.isError).toBe(true);
+    expect(panel.content[0].text).toMatch(/^There is no panel "secrets"\. Panels: request, response, exception, logs/);
+  });
+
+  it('changes nothing in the file', async () => {
+    const before = { size: statSync(database).size, bytes: readFileSync(database) };
+    await call('search_requests', { limit: 100 });
+    await call('latest_errors', { limit: 50 });
+    await call('get_profile', { token: failed, panel: 'exception' });
+    expect(readFileSync(database).equals(before.bytes)).toBe(true);
+  });
+});
