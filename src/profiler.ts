@@ -5,7 +5,9 @@ import { contextOf, trackRequests } from './recording/context.js';
 import { isLoaded } from './recording/loaded.js';
 import { captureConsole, logger, pinoHttpLoaded } from './recording/logger.js';
 import { hookLoadedRouters } from './recording/layers.js';
-import { recorder } from './recording/recorder.js';
+import { kProfileCpu, recorder } from './recording/recorder.js';
+import { cpuAsked } from './recording/cpu.js';
+import { checkAccess } from './web/access.js';
 import { capture } from './recording/snapshot.js';
 import { errorHandler } from './errors/error-handler.js';
 import { notFound } from './errors/not-found.js';
@@ -133,6 +135,8 @@ function assemble(options: ResolvedOptions, recording?: Recording): WebProfiler 
     if (contextOf(res) !== undefined) return next();
     if (record && pages && !recording.stopped()) {
       if (isProfilerPath(req.url)) return pages(req, res);
+      const cpu = cpuAsked(req.headers);
+      if (cpu !== undefined) return askedForCpu(req, res, next, cpu);
       return record(req, res, next);
     }
     // App code calls req.log whether or not the profiler records: it must exist and cost nothing
@@ -141,6 +145,17 @@ function assemble(options: ResolvedOptions, recording?: Recording): WebProfiler 
     if (options.debug) res.setHeader('X-Robots-Tag', 'noindex');
     next();
   } as WebProfiler;
+
+  /** Only a client the profiler's access check lets in may have its request CPU-profiled; anyone else's ask is ignored. */
+  function askedForCpu(req: Request, res: Response, next: NextFunction, how: 'header' | 'cookie') {
+    const go = (allowed: boolean) => {
+      if (allowed) (req as { [kProfileCpu]?: string })[kProfileCpu] = how;
+      record!(req, res, next);
+    };
+    const verdict = checkAccess(req, options);
+    if ('then' in verdict) verdict.then((v) => go(v.ok), () => go(false));
+    else go(verdict.ok);
+  }
 
   return Object.assign(middleware, {
     notFound: notFound(),

@@ -14,7 +14,8 @@ export interface Io {
 const USAGE = `usage: web-profiler <command> [options]
 
   list  [--limit N] [--json]          latest profiles, newest first (default 20)
-  show  <token> [--json]              one profile: summary, exception and log
+  show  <token> [--json] [--cpu]      one profile: summary, exception and log (--cpu: its
+                                      CPU profile's top functions by self time)
   purge (--older-than 2d | --all)     delete profiles (units: s, m, h, d)
   stats [--json]                      count, time span and file size
   tail  [--json]                      each request as it is stored, one line a request,
@@ -40,6 +41,7 @@ export function run(argv: string[], io: Io, env: NodeJS.ProcessEnv = process.env
         json: { type: 'boolean' },
         'older-than': { type: 'string' },
         all: { type: 'boolean' },
+        cpu: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -104,6 +106,14 @@ export function run(argv: string[], io: Io, env: NodeJS.ProcessEnv = process.env
           io.out(`${i === 0 ? '\nexception' : 'caused by'}: ${e.class}: ${e.message}`);
           const where = e.frames.find((f: { kind: string }) => f.kind === 'app') ?? e.frames[0];
           if (where) io.out(`    at ${where.fn} (${where.file}:${where.line})`);
+        }
+        if (values.cpu) {
+          const cpu = c.cpu as { busy?: boolean; samples?: number; duration?: number; functions?: { name: string; file: string; line: number; self: number; total: number }[] } | undefined;
+          if (!cpu?.functions) io.out(cpu?.busy ? '\ncpu: not profiled (another request was)' : '\ncpu: no CPU profile (ask with the header X-Debug-Profile: cpu)');
+          else {
+            io.out(`\ncpu: ${cpu.samples} samples over ${cpu.duration} ms; top functions by self time:`);
+            for (const f of cpu.functions.slice(0, 15)) io.out(`  ${`${f.self.toFixed(1)}ms`.padStart(9)} ${`${f.total.toFixed(1)}ms`.padStart(9)}  ${f.name}${f.file ? `  ${f.file}:${f.line}` : ''}`);
+          }
         }
         const lines = c.logs?.lines ?? [];
         if (lines.length) io.out('\nlog:');

@@ -22,6 +22,8 @@ export function buildProfile(s: Snapshot, panels: CorePanel[], options: PanelOpt
     collectors: {},
   };
   const failed = collectEach(panels, (panel) => panel.collect(s, options), profile.collectors, tell);
+  // The raw CPU profile goes beside its panel, for the .cpuprofile download: the panel's JSON stays small.
+  if (s.cpu?.profile !== undefined) profile.collectors.cpuprofile = s.cpu.profile;
   Object.assign(profile.collectors, s.extra);
   if (failed || s.extraErrors) profile.collectorErrors = { ...failed, ...s.extraErrors };
   return profile;

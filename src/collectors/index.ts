@@ -1,5 +1,6 @@
 import type { CorePanel } from './collector.js';
 import { config } from './config.js';
+import { cpu } from './cpu.js';
 import { db } from './db.js';
 import { httpClient } from './http-client.js';
 import { exception } from './exception.js';
@@ -10,6 +11,6 @@ import { response } from './response.js';
 import { routing } from './routing.js';
 
 /** The core panels in menu order. A new panel: its collector here, its view in views/panels/<id>.eta. */
-export const corePanels: CorePanel[] = [request, response, exception, logs, performance, db, httpClient, routing, config] as CorePanel[];
+export const corePanels: CorePanel[] = [request, response, exception, logs, performance, db, httpClient, cpu, routing, config] as CorePanel[];
 
 export type { Collector, CorePanel, PanelInfo, PanelOptions } from './collector.js';

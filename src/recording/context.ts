@@ -67,6 +67,8 @@ export interface RequestContext {
   bodySize: number;
   /** req.log, made when the app first uses it. */
   log: import('./logger.js').Logger | undefined;
+  /** The request's CPU profile, when it asked for one. */
+  cpu: import('./cpu.js').CpuState | undefined;
   /** Queries, outgoing calls and spans: made on the first of them. */
   inside: import('./inside.js').Inside | undefined;
 }

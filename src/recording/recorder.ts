@@ -5,6 +5,7 @@ import { contextOf, kContext, requestFinished, requestStarted, type RecorderSett
 import { hookLayers } from './layers.js';
 import { logger, pinoHttpLoaded, RequestLogger } from './logger.js';
 import { serverTiming } from './inside.js';
+import { cpuNoteOther, cpuRunning, startCpu, stopCpu } from './cpu.js';
 import { isToken } from './token.js';
 import { originOf } from './url.js';
 
@@ -54,6 +55,7 @@ export function recorder(deps: RecorderDeps) {
       bodySize: 0,
       log: undefined,
       inside: undefined,
+      cpu: undefined,
     };
     (res as Tracked)[kContext] = ctx;
     // 'close' follows 'finish' on every response (keep-alive too) and also comes alone on abort.
@@ -63,6 +65,9 @@ export function recorder(deps: RecorderDeps) {
       appSeen();
       lastApp = req.app;
     }
+    if (cpuRunning()) cpuNoteOther(ctx);
+    const cpu = (req as { [kProfileCpu]?: 'header' | 'cookie' })[kProfileCpu];
+    if (cpu !== undefined) startCpu(ctx, cpu);
     requestStarted(ctx, next);
   }, { finishEnded: () => finishEnded(settings) });
 }
@@ -72,6 +77,9 @@ function parentOf(req: Request): string | null {
   const parent = req.headers['x-debug-parent-token'];
   return isToken(parent) ? parent : null;
 }
+
+/** Set on a request the profiler's access check let ask for a CPU profile (see profiler.ts): how it asked. */
+export const kProfileCpu = Symbol('web-profiler.cpu');
 
 /** Responses the app has ended whose 'close' has not come yet: what flush() must not miss. */
 const ended = new Set<Tracked>();
@@ -88,6 +96,7 @@ function finish(this: Tracked) {
   try {
     ctx.end = performance.now() - ctx.start;
     if (ctx.ttfb < 0) ctx.ttfb = ctx.end;
+    if (ctx.cpu !== undefined) stopCpu(ctx);
     requestFinished(ctx);
     ctx.recorder.done(ctx);
   } catch (err) {
@@ -211,6 +220,8 @@ function stamped(res: ServerResponse, ctx: RequestContext, headers: unknown): un
     if (link !== undefined) res.setHeader('X-Debug-Token-Link', link);
   }
   if (ctx.recorder.debug && !res.hasHeader('x-robots-tag')) res.setHeader('X-Robots-Tag', 'noindex');
+  // The toolbar's one-shot cookie: this response, the one it asked to profile, clears it.
+  if (ctx.cpu?.fromCookie) res.appendHeader('Set-Cookie', CLEAR_CPU_COOKIE);
   if (ctx.recorder.serverTiming) {
     const given = res.getHeader('server-timing');
     res.setHeader('Server-Timing', given === undefined ? serverTiming(ctx) : [...[given].flat().map(String), serverTiming(ctx)]);
@@ -232,9 +243,12 @@ function withDebugPairs(ctx: RequestContext, headers: unknown[]): unknown[] {
   }
   if (ctx.recorder.debug && !given.has('x-robots-tag')) ours.push(['X-Robots-Tag', 'noindex']);
   if (ctx.recorder.serverTiming) ours.push(['Server-Timing', serverTiming(ctx)]);
+  if (ctx.cpu?.fromCookie) ours.push(['Set-Cookie', CLEAR_CPU_COOKIE]);
   if (ours.length === 0) return headers;
   return nested ? [...headers, ...ours] : [...headers, ...ours.flat()];
 }
+
+const CLEAR_CPU_COOKIE = '_wp_profile=; Path=/; Max-Age=0; SameSite=Strict';
 
 /** The profile's absolute link, or undefined for a Host header Node refuses to echo back: the token alone still names the profile. */
 function linkOf(ctx: RequestContext): string | undefined {

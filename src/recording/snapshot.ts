@@ -9,6 +9,7 @@ import type { ResolvedOptions } from '../options.js';
 import type { LogLine, RequestContext, Span } from './context.js';
 import { describeTrail, spansOf } from './layers.js';
 import { captureInside, type CapturedInside } from './inside-capture.js';
+import { sourceMapped, type CpuState } from './cpu.js';
 
 /** A body kept as bytes: at most bodyLimit + 1 of them (enough to tell it was cut), and its full size. */
 export interface RawBody {
@@ -59,6 +60,7 @@ export interface Snapshot {
   logsDropped: number;
   exception?: ExceptionData;
   inside?: CapturedInside;
+  cpu?: CpuState;
   /** The app's own panels, collected on the request's thread (they may read req and res). */
   extra: Record<string, unknown>;
   extraErrors?: Record<string, string>;
@@ -97,6 +99,7 @@ export interface Captured extends Pick<Snapshot, 'token' | 'parent' | 'time' | '
   logsDropped?: number;
   exception?: ExceptionData;
   inside?: CapturedInside;
+  cpu?: CpuState;
   extra?: Record<string, unknown>;
   extraErrors?: Record<string, string>;
 }
@@ -148,6 +151,7 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     logsDropped: ctx.logsDropped || undefined,
     exception: exceptionOf(ctx),
     inside: undefined,
+    cpu: undefined,
     extra: undefined,
     extraErrors: undefined,
   };
@@ -187,6 +191,11 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     const inside = captureInside(ctx.inside, ctx.end);
     c.inside = inside.value;
     size += inside.size;
+  }
+  if (ctx.cpu !== undefined) {
+    const profile = ctx.cpu.profile === undefined ? undefined : sourceMapped(ctx.cpu.profile);
+    c.cpu = { ...ctx.cpu, profile };
+    size += 1024 + ((profile as { nodes?: unknown[] } | undefined)?.nodes?.length ?? 0) * 200;
   }
   if (c.exception) for (const e of c.exception.chain) size += 256 + e.message.length + e.stack.length + e.frames.length * 128;
   if (own.length > 0) {
@@ -275,6 +284,7 @@ export function snapshotOf(c: Captured): Snapshot {
     logsDropped: c.logsDropped ?? 0,
     exception: c.exception,
     inside: c.inside,
+    cpu: c.cpu,
     extra: c.extra ?? {},
     extraErrors: c.extraErrors,
   };

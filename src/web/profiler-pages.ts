@@ -29,7 +29,7 @@ const MAX_STREAMS = 16;
 const POLL_MS = 250;
 
 /** Panels that have a view of their own; any other (a user's collector) is shown as data. */
-const VIEWS = new Set(['request', 'response', 'exception', 'logs', 'performance', 'db', 'http_client', 'routing', 'config']);
+const VIEWS = new Set(['request', 'response', 'exception', 'logs', 'performance', 'db', 'http_client', 'cpu', 'routing', 'config']);
 
 const wantsJson = (req: Request) => {
   const accept = req.headers.accept ?? '';
@@ -182,6 +182,8 @@ export function profilerPages(deps: PagesDeps) {
     if (wdt) return toolbar(req, res, wdt[1]);
     const compare = /^\/_profiler\/([0-9a-f]{6,32})\/compare\/([^/]*)$/.exec(path);
     if (compare) return comparePage(req, res, compare[1], safeDecode(compare[2]));
+    const cpu = /^\/_profiler\/([0-9a-f]{6,32})\/cpu\.cpuprofile$/.exec(path);
+    if (cpu) return cpuDownload(req, res, cpu[1]);
     const replay = /^\/_profiler\/([0-9a-f]{6,32})\/(curl|fetch)$/.exec(path);
     if (replay) return replayPage(req, res, replay[1], replay[2] as 'curl' | 'fetch');
     const explain = /^\/_profiler\/([0-9a-f]{6,32})\/db\/(\d{1,4})\/explain$/.exec(path);
@@ -240,6 +242,18 @@ export function profilerPages(deps: PagesDeps) {
       clearInterval(timer);
       streams--;
     });
+  }
+
+  /** The raw V8 profile, as Chrome DevTools and speedscope open it. */
+  function cpuDownload(req: Request, res: Response, token: string) {
+    const store = withStore(req, res);
+    if (!store) return;
+    const raw = store.read(token)?.collectors.cpuprofile;
+    if (raw === undefined) return fail(req, res, 404, 'No CPU profile', `Profile "${token}" has no CPU profile: ask for one with the header X-Debug-Profile: cpu, or the toolbar's "Profile the next page load".`);
+    res.setHeader('Content-Type', 'application/json');
+    res.setHeader('Content-Disposition', `attachment; filename="${token}.cpuprofile"`);
+    res.setHeader('Cache-Control', 'no-store');
+    res.end(JSON.stringify(raw));
   }
 
   /** Two profiles side by side; the JSON twin lists what differs. */
@@ -327,6 +341,7 @@ export function toolbarSummary(profile: Profile) {
     queries: c.db?.count ?? 0,
     queryTime: c.db?.time ?? 0,
     nPlusOne: c.db?.nPlusOne ?? 0,
+    cpu: c.cpu?.samples ?? null,
     calls: c.http_client?.count ?? 0,
     callErrors: c.http_client?.errors ?? 0,
     logs: c.logs?.lines?.length ?? 0,

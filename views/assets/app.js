@@ -110,6 +110,36 @@
       });
     }
 
+    // Flame graph zoom: a frame fills the width, its callers and callees scale with it; the root zooms out.
+    document.querySelectorAll('svg.flame').forEach(function (svg) {
+      var total = Number(svg.getAttribute('data-total'));
+      var width = Number(svg.getAttribute('data-width'));
+      var frames = Array.prototype.slice.call(svg.querySelectorAll('.frame'));
+      function zoom(from, span) {
+        frames.forEach(function (g) {
+          var x = Number(g.getAttribute('data-x'));
+          var v = Number(g.getAttribute('data-v'));
+          var left = Math.max(x, from), right = Math.min(x + v, from + span);
+          var y = g.getAttribute('transform').replace(/^.*,/, '').replace(')', '');
+          var visible = right > left;
+          g.style.display = visible ? '' : 'none';
+          if (!visible) return;
+          var px = ((left - from) / span) * width, pw = ((right - left) / span) * width;
+          g.setAttribute('transform', 'translate(' + px.toFixed(2) + ',' + y + ')');
+          g.querySelector('rect').setAttribute('width', Math.max(pw - 0.5, 0.5).toFixed(2));
+          var text = g.querySelector('text'), name = g.querySelector('title').textContent.replace(/ — .*$/, '');
+          var room = Math.floor((pw - 8) / 6.5);
+          text.textContent = pw > 40 ? (name.length > room ? name.slice(0, Math.max(room - 1, 0)) + '…' : name) : '';
+        });
+      }
+      svg.addEventListener('click', function (e) {
+        var g = e.target instanceof Element ? e.target.closest('.frame') : null;
+        if (!g) return;
+        var x = Number(g.getAttribute('data-x')), v = Number(g.getAttribute('data-v'));
+        if (g === frames[0]) zoom(0, total); else zoom(x, v);
+      });
+    });
+
     // Log filters, by level and by logger: a row shows when both its level and its logger are checked.
     document.querySelectorAll('[data-log-filter]').forEach(function (box) {
       box.addEventListener('change', function () {

@@ -87,6 +87,11 @@
         root.classList.toggle('wp-wdt-hidden', hidden);
         try { localStorage.setItem(KEY, hidden ? 'hidden' : 'shown'); } catch (err) { /* ignore */ }
       }
+      if (t.closest('[data-wdt-cpu]')) {
+        // One-shot: the response it profiles clears it.
+        document.cookie = '_wp_profile=cpu; path=/; max-age=300; samesite=strict';
+        location.reload();
+      }
       if (t.closest('[data-wdt-ajax-toggle]')) {
         var panel = root.querySelector('[data-wdt-ajax]');
         if (panel) panel.hidden = !panel.hidden;

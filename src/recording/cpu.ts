@@ -1,0 +1,114 @@
+import { Session } from 'node:inspector';
+import { findSourceMap } from 'node:module';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import type { RequestContext } from './context.js';
+
+/** V8's sampling interval, in µs: its default, about 1 ms, cheap enough to leave on for one request. */
+const INTERVAL_US = 1000;
+/** A profile runs at most this long: a request that never ends must not keep the profiler on. */
+export const MAX_CPU_MS = 10_000;
+const COOKIE = /(?:^|;\s*)_wp_profile=cpu(?:;|$)/;
+
+/** What a profiled request carries, from the start of its profile to its capture. */
+export interface CpuState {
+  /** Another request was being profiled: this one was not. */
+  busy?: boolean;
+  /** It asked through the toolbar's one-shot cookie, which its response clears. */
+  fromCookie: boolean;
+  started: number;
+  /** Requests that started while this one was profiled: their samples are mixed in. */
+  others: number;
+  capped: boolean;
+  profile?: unknown;
+  startMs?: number;
+}
+
+/** Whether a request asks to be CPU-profiled: `X-Debug-Profile: cpu`, or the toolbar's cookie. */
+export function cpuAsked(headers: { [key: string]: string | string[] | undefined }): 'header' | 'cookie' | undefined {
+  if (String(headers['x-debug-profile'] ?? '').trim().toLowerCase() === 'cpu') return 'header';
+  const cookie = headers.cookie;
+  return typeof cookie === 'string' && COOKIE.test(cookie) ? 'cookie' : undefined;
+}
+
+let session: Session | undefined;
+let running: { ctx: RequestContext; timer: NodeJS.Timeout } | undefined;
+
+/** One profile at a time per process: the V8 profiler is the process's. */
+export const cpuRunning = (): boolean => running !== undefined;
+
+/** Another request started while one is profiled. */
+export function cpuNoteOther(ctx: RequestContext): void {
+  if (running !== undefined && running.ctx !== ctx && running.ctx.cpu) running.ctx.cpu.others++;
+}
+
+/** Start profiling ctx's request, or mark it busy when another is profiled. */
+export function startCpu(ctx: RequestContext, how: 'header' | 'cookie'): void {
+  const state: CpuState = { fromCookie: how === 'cookie', started: performance.now(), others: 0, capped: false };
+  ctx.cpu = state;
+  if (running !== undefined) {
+    state.busy = true;
+    return;
+  }
+  if (session === undefined) {
+    session = new Session();
+    session.connect();
+    session.post('Profiler.enable');
+  }
+  session.post('Profiler.setSamplingInterval', { interval: INTERVAL_US });
+  session.post('Profiler.start');
+  state.startMs = performance.now() - state.started;
+  const timer = setTimeout(() => {
+    state.capped = true;
+    stopCpu(ctx);
+  }, MAX_CPU_MS);
+  timer.unref();
+  running = { ctx, timer };
+}
+
+/** Stop ctx's profile (if it is the one running) and keep it on ctx. The inspector answers synchronously. */
+export function stopCpu(ctx: RequestContext): void {
+  if (running === undefined || running.ctx !== ctx || session === undefined) return;
+  clearTimeout(running.timer);
+  running = undefined;
+  session.post('Profiler.stop', (err, result) => {
+    if (!err && ctx.cpu) ctx.cpu.profile = result.profile;
+  });
+}
+
+interface CallFrame {
+  url: string;
+  lineNumber: number;
+  columnNumber: number;
+}
+
+/**
+ * The profile with each frame's place as the app's sources name it (a source map, when the
+ * process has one for the file): the writer thread, which builds the panel, cannot read them.
+ */
+export function sourceMapped(profile: unknown): unknown {
+  const p = profile as { nodes?: { callFrame: CallFrame & { source?: string; sourceLine?: number } }[] };
+  const seen = new Map<string, { source: string; line: number } | null>();
+  for (const node of p.nodes ?? []) {
+    const { url, lineNumber, columnNumber } = node.callFrame;
+    if (!url || url.startsWith('node:')) continue;
+    const key = `${url}:${lineNumber}:${columnNumber}`;
+    let mapped = seen.get(key);
+    if (mapped === undefined) {
+      mapped = null;
+      try {
+        const file = url.startsWith('file://') ? fileURLToPath(url) : url;
+        const entry = findSourceMap(file)?.findEntry(lineNumber, columnNumber) as { originalSource?: string; originalLine?: number } | undefined;
+        if (entry?.originalSource) mapped = { source: entry.originalSource.startsWith('file://') ? fileURLToPath(entry.originalSource) : entry.originalSource, line: (entry.originalLine ?? 0) + 1 };
+      } catch {
+        // No map for it: its own place stands.
+      }
+      seen.set(key, mapped);
+    }
+    if (mapped) {
+      node.callFrame.source = mapped.source;
+      node.callFrame.sourceLine = mapped.line;
+    }
+  }
+  return profile;
+}

@@ -1,0 +1,120 @@
+import express from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { run } from '../src/cli/run.js';
+import { webProfiler } from '../src/index.js';
+import { listen, tempDb, type Running } from './helpers.js';
+
+let app: Running;
+let profiler: ReturnType<typeof webProfiler>;
+let database: string;
+
+/** A function with a name of its own that burns CPU for about `ms`. */
+function burnPrimes(ms: number): number {
+  const until = performance.now() + ms;
+  let found = 0;
+  for (let n = 2; performance.now() < until; n++) {
+    let prime = true;
+    for (let d = 2; d * d <= n; d++) if (n % d === 0) { prime = false; break; }
+    if (prime) found++;
+  }
+  return found;
+}
+
+beforeAll(async () => {
+  database = tempDb();
+  profiler = webProfiler({ database, onError: () => {}, secret: 'the-secret' });
+  const e = express();
+  e.use(profiler);
+  e.get('/burn', async (req, res) => {
+    const primes = burnPrimes(Number(req.query.ms ?? 120));
+    await new Promise((r) => setTimeout(r, Number(req.query.wait ?? 0)));
+    res.json({ primes });
+  });
+  app = await listen(e);
+});
+
+afterAll(async () => {
+  await app?.close();
+  profiler?.close();
+});
+
+async function cpuOf(res: Response) {
+  await res.text();
+  profiler.flush();
+  const body = await (await fetch(`${app.url}/_profiler/${res.headers.get('x-debug-token')}?panel=cpu`, { headers: { accept: 'application/json' } })).json();
+  return body.data;
+}
+
+describe('CPU profile on demand', () => {
+  it('profiles a request that asks: the function that burns is on top of the self time, and in the flame graph', async () => {
+    const data = await cpuOf(await fetch(`${app.url}/burn?ms=150`, { headers: { 'x-debug-profile': 'cpu' } }));
+    expect(data.samples).toBeGreaterThan(20);
+    expect(data.interval).toBeGreaterThan(0.5);
+    const top = data.functions[0];
+    expect(top).toMatchObject({ name: 'burnPrimes', kind: 'app' });
+    expect(top.file).toMatch(/cpu\.test\.ts$/);
+    expect(top.self).toBeGreaterThan(60);
+    const names: string[] = [];
+    const walk = (n: any) => {
+      names.push(n.n);
+      for (const c of n.c ?? []) walk(c);
+    };
+    walk(data.flame);
+    expect(names).toContain('burnPrimes');
+    expect(data.others).toBe(0);
+    const page = await (await fetch(`${app.url}/_profiler/${(await fetch(`${app.url}/_profiler/latest?panel=cpu`, { redirect: 'manual' })).headers.get('location')!.slice(11, 17)}?panel=cpu`)).text();
+    expect(page).toContain('<svg class="flame"');
+  });
+
+  it('does not profile a request that does not ask', async () => {
+    const res = await fetch(`${app.url}/burn?ms=20`);
+    await res.text();
+    profiler.flush();
+    const profile = await (await fetch(`${app.url}/_profiler/${res.headers.get('x-debug-token')}`, { headers: { accept: 'application/json' } })).json();
+    expect(profile.collectors.cpu).toBeUndefined();
+    expect(profile.collectors.cpuprofile).toBeUndefined();
+  });
+
+  it('profiles one request at a time: a second ask is told, and the first says others ran', async () => {
+    const [first, second] = await Promise.all([
+      fetch(`${app.url}/burn?ms=60&wait=150`, { headers: { 'x-debug-profile': 'cpu' } }),
+      new Promise((r) => setTimeout(r, 40)).then(() => fetch(`${app.url}/burn?ms=10`, { headers: { 'x-debug-profile': 'cpu' } })),
+    ]);
+    const a = await cpuOf(first);
+    const b = await cpuOf(second);
+    expect(b).toEqual({ busy: true, others: 0 });
+    expect(a.others).toBe(1);
+    expect(a.samples).toBeGreaterThan(0);
+  });
+
+  it('ignores the ask of a client the access check does not let in', async () => {
+    // Proxied from elsewhere without the secret: not plainly local.
+    const data = await cpuOf(await fetch(`${app.url}/burn?ms=20`, { headers: { 'x-debug-profile': 'cpu', 'x-forwarded-for': '203.0.113.9' } }));
+    expect(data).toBeNull();
+    const allowed = await cpuOf(await fetch(`${app.url}/burn?ms=20`, { headers: { 'x-debug-profile': 'cpu', 'x-forwarded-for': '203.0.113.9', 'x-profiler-secret': 'the-secret' } }));
+    expect(allowed.samples).toBeGreaterThan(0);
+  });
+
+  it('asks through the one-shot cookie, which the profiled response clears', async () => {
+    const res = await fetch(`${app.url}/burn?ms=20`, { headers: { cookie: 'theme=dark; _wp_profile=cpu' } });
+    expect(res.headers.get('set-cookie')).toBe('_wp_profile=; Path=/; Max-Age=0; SameSite=Strict');
+    expect((await cpuOf(res)).samples).toBeGreaterThan(0);
+  });
+
+  it('downloads a valid .cpuprofile, and the CLI prints the top functions', async () => {
+    const res = await fetch(`${app.url}/burn?ms=80`, { headers: { 'x-debug-profile': 'cpu' } });
+    await res.text();
+    profiler.flush();
+    const token = res.headers.get('x-debug-token')!;
+    const download = await fetch(`${app.url}/_profiler/${token}/cpu.cpuprofile`);
+    expect(download.headers.get('content-disposition')).toBe(`attachment; filename="${token}.cpuprofile"`);
+    const raw = await download.json();
+    expect(Array.isArray(raw.nodes) && Array.isArray(raw.samples) && Array.isArray(raw.timeDeltas)).toBe(true);
+    expect(raw.endTime).toBeGreaterThan(raw.startTime);
+    expect(raw.nodes[0].callFrame.functionName).toBe('(root)');
+    expect((await fetch(`${app.url}/_profiler/${(await cpuOf(await fetch(`${app.url}/burn?ms=1`))) ?? 'abcdef'}/cpu.cpuprofile`)).status).toBe(404);
+    const lines: string[] = [];
+    expect(run(['show', token, '--cpu', '--db', database], { out: (l) => lines.push(l), err: (l) => lines.push(l) }, {})).toBe(0);
+    expect(lines.join('\n')).toMatch(/top functions by self time:\n\s+[\d.]+ms\s+[\d.]+ms\s+burnPrimes/);
+  });
+});
