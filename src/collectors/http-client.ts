@@ -1,5 +1,5 @@
 import type { CapturedCall, ErrorSummary } from '../recording/inside-capture.js';
-import { isToken } from '../recording/token.js';
+import { isToken, profileLink } from '../recording/token.js';
 import type { CorePanel } from './collector.js';
 import { duration, layerAt } from './inside-layers.js';
 import { redactHeaders, redactText } from './redact.js';
@@ -36,17 +36,6 @@ const header = (headers: Record<string, unknown>, name: string): string | undefi
   const value = headers[name];
   return Array.isArray(value) ? String(value[0]) : value === undefined ? undefined : String(value);
 };
-
-/** A link from another server is shown only when it is a plain http(s) URL to a profile. */
-function profileLink(link: string | undefined, token: string | undefined): string | undefined {
-  if (link === undefined || token === undefined) return undefined;
-  try {
-    const url = new URL(link);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.pathname.endsWith(`/${token}`) ? url.href : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 export const httpClient: CorePanel<HttpClientData> = {
   id: 'http_client',

@@ -4,6 +4,7 @@ import https from 'node:https';
 import { syncBuiltinESMExports } from 'node:module';
 import type { RequestContext } from '../recording/context.js';
 import { callerFrame } from '../recording/caller.js';
+import { isLoopbackHost } from '../web/access.js';
 import { insideOf, MAX_QUERIES, requestOf, sinceStart, type CallEntry } from '../recording/inside.js';
 
 /** Sent on calls to loopback hosts (and the app's linkHosts): the called app's profile links back to this one. */
@@ -20,12 +21,10 @@ interface Open {
 
 const open = new WeakMap<object, Open>();
 
-const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[?::1\]?|\[?::ffff:127(?:\.\d{1,3}){3}\]?)$/i;
-
 /** Whether a call to `host` (a name, maybe with a port) carries the parent token. */
 function linked(ctx: RequestContext, host: string): boolean {
   const name = host.replace(/:\d+$/, '').toLowerCase();
-  return LOOPBACK.test(name) || ctx.recorder.linkHosts.includes(name);
+  return isLoopbackHost(name) || ctx.recorder.linkHosts.includes(name);
 }
 
 /** A URL as it is shown and stored: without user name or password. */

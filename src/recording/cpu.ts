@@ -28,7 +28,8 @@ export interface CpuState {
 export function cpuAsked(headers: { [key: string]: string | string[] | undefined }): 'header' | 'cookie' | undefined {
   if (String(headers['x-debug-profile'] ?? '').trim().toLowerCase() === 'cpu') return 'header';
   const cookie = headers.cookie;
-  return typeof cookie === 'string' && COOKIE.test(cookie) ? 'cookie' : undefined;
+  // Every request with cookies comes here: the regex only for one that names ours.
+  return typeof cookie === 'string' && cookie.includes('_wp_profile=') && COOKIE.test(cookie) ? 'cookie' : undefined;
 }
 
 let session: Session | undefined;

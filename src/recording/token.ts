@@ -4,6 +4,20 @@ export const TOKEN_PATTERN = /^[0-9a-f]{6,32}$/;
 
 export const isToken = (value: unknown): value is string => typeof value === 'string' && TOKEN_PATTERN.test(value);
 
+/**
+ * A profile's link another server sent (X-Debug-Token-Link, X-Debug-Parent-Link), when it is a
+ * plain http(s) URL to that token's profile: anything else is not shown as a link.
+ */
+export function profileLink(link: unknown, token: string | null | undefined): string | undefined {
+  if (typeof link !== 'string' || !isToken(token)) return undefined;
+  try {
+    const url = new URL(link);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.pathname.endsWith(`/_profiler/${token}`) ? url.href : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Random hex characters are drawn this many at a time (nanoid's pooled CSPRNG, which refills 128 draws at once) and dealt out in slices. */
 const HEX_BATCH = 512;
 

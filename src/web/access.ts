@@ -11,6 +11,9 @@ export type Verdict = { ok: true } | { ok: false; reason: string };
 const LOOPBACK_ADDRESS = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 const LOOPBACK_HOST = /^(localhost|[^.]+\.localhost|127\.\d+\.\d+\.\d+|\[::1\])$/i;
 
+/** A host name (without port) that names this machine. */
+export const isLoopbackHost = (host: string): boolean => LOOPBACK_HOST.test(host);
+
 /**
  * Headers a proxy adds on behalf of the client it forwards. A request carrying any of them came
  * through something else on this machine, so its loopback peer address says nothing of the client.
@@ -46,7 +49,7 @@ export function checkAccess(req: Request, options: ResolvedOptions): Verdict | P
     return { ok: false, reason: `This request came through a proxy (it carries a Forwarded or X-Forwarded-* header), so it may come from anywhere: ${how}.` };
   }
   const host = hostName(req);
-  if (!LOOPBACK_HOST.test(host) && !options.allowedHosts.includes(host)) {
+  if (!isLoopbackHost(host) && !options.allowedHosts.includes(host)) {
     return { ok: false, reason: `The profiler does not answer to the host name "${host}". Add it to allowedHosts if it is yours.` };
   }
   return OK;

@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import type { PanelInfo } from '../collectors/collector.js';
 import { routeTable } from '../errors/routes.js';
 import type { ResolvedOptions } from '../options.js';
-import { isToken } from '../recording/token.js';
+import { isToken, profileLink } from '../recording/token.js';
 import type { Profile } from '../storage/profile.js';
 import type { ProfileStore } from '../storage/store.js';
 import { checkAccess, exchangeQuerySecret, type Verdict } from './access.js';
@@ -363,17 +363,10 @@ function callReplayOf(profile: Profile, n: number): Replayable | undefined {
   return call && { method: call.method, url: call.url, headers: call.requestHeaders };
 }
 
-/** Where the calling request's profile is: the link the caller sent with its token, when it is a plain http(s) URL to that token. */
+/** Where the calling request's profile is: the link the caller sent with its token. */
 function parentLinkOf(profile: Profile): string | undefined {
   const headers = (profile.collectors.request as { headers?: Record<string, unknown> } | undefined)?.headers;
-  const link = headers?.['x-debug-parent-link'];
-  if (profile.parent === null || typeof link !== 'string') return undefined;
-  try {
-    const url = new URL(link);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.pathname === `/_profiler/${profile.parent}` ? url.href : undefined;
-  } catch {
-    return undefined;
-  }
+  return profileLink(headers?.['x-debug-parent-link'], profile.parent);
 }
 
 const safeDecode = (s: string) => {
