@@ -1,5 +1,7 @@
 import type { Request } from 'express';
+import { hostname } from 'node:os';
 import path from 'node:path';
+import { SCHEMA_PATTERN } from './storage/location.js';
 import { corePanels, type Collector, type PanelInfo } from './collectors/index.js';
 
 /** What a user may pass to webProfiler(). Every field is optional. */
@@ -8,8 +10,16 @@ export interface ProfilerOptions {
   enabled?: boolean;
   /** Debug mode: debug error pages, toolbar, X-Robots-Tag. Default: on unless the environment says production. */
   debug?: boolean;
-  /** SQLite file, or ':memory:'. Default: WEB_PROFILER_DB or storage/profiler.sqlite under the working directory. */
+  /**
+   * Where profiles are stored: a SQLite file, ':memory:', or a postgres:// URL (a store several
+   * instances share; needs the "pg" package). Default: WEB_PROFILER_DB or storage/profiler.sqlite
+   * under the working directory.
+   */
   database?: string;
+  /** The PostgreSQL schema the profiler keeps its tables in (created if need be). Default: WEB_PROFILER_SCHEMA or web_profiler. */
+  schema?: string;
+  /** This instance's name, stored with each profile (the list shows and filters by it). Default: host name and pid, as host:pid. */
+  instance?: string;
   /** Length of the hex token, 6 to 32. Default 6. */
   tokenLength?: number;
   /** Largest request or response body kept, in bytes; beyond it the body is marked truncated. Default 64 KiB. */
@@ -46,6 +56,8 @@ export interface ResolvedOptions {
   enabled: boolean;
   debug: boolean;
   database: string;
+  schema: string;
+  instance: string;
   tokenLength: number;
   bodyLimit: number;
   redactKeys: string[];
@@ -82,10 +94,20 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
   if (!Number.isInteger(tokenLength) || tokenLength < 6 || tokenLength > 32) {
     throw new RangeError(`webProfiler: tokenLength must be an integer from 6 to 32, got ${tokenLength}`);
   }
+  const schema = options.schema ?? (env.WEB_PROFILER_SCHEMA || 'web_profiler');
+  if (!SCHEMA_PATTERN.test(schema)) {
+    throw new RangeError(`webProfiler: schema must be a lowercase identifier (letters, digits, _), got ${JSON.stringify(schema)}`);
+  }
+  const instance = options.instance ?? `${hostname()}:${process.pid}`;
+  if (typeof instance !== 'string' || instance.length === 0 || instance.length > 200) {
+    throw new RangeError('webProfiler: instance must be a name of 1 to 200 characters');
+  }
   return {
     enabled: options.enabled ?? !isProduction(env),
     debug: options.debug ?? !isProduction(env),
     database: options.database ?? env.WEB_PROFILER_DB ?? path.resolve('storage', 'profiler.sqlite'),
+    schema,
+    instance,
     tokenLength,
     bodyLimit: options.bodyLimit ?? 64 * 1024,
     redactKeys: (options.redactKeys ?? DEFAULT_REDACT_KEYS).map((k) => k.toLowerCase()),

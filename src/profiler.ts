@@ -11,10 +11,9 @@ import { checkAccess } from './web/access.js';
 import { capture } from './recording/snapshot.js';
 import { errorHandler } from './errors/error-handler.js';
 import { notFound } from './errors/not-found.js';
-import { tokenSource } from './recording/token.js';
-import { fileFor, release } from './storage/private-file.js';
-import { StoreHandle } from './storage/store-handle.js';
-import type { ProfileStore } from './storage/store.js';
+import { sharedTokenSource, tokenSource } from './recording/token.js';
+import { pageStorage, storedAt } from './storage/open.js';
+import type { ProfileReader } from './storage/reader.js';
 import { ProfileWriter } from './storage/writer.js';
 import { profilerPages } from './web/profiler-pages.js';
 import { withToolbar } from './web/toolbar.js';
@@ -29,8 +28,8 @@ export interface WebProfiler extends RequestHandler {
   /** Mount last: records the error and renders the debug exception page. */
   errorHandler: ErrorRequestHandler;
   readonly options: ResolvedOptions;
-  /** The SQLite store, or undefined while it cannot be opened (or the profiler is off). */
-  store(): ProfileStore | undefined;
+  /** The store the pages read (SQLite answers at once, PostgreSQL with promises), or undefined while it cannot be opened (or the profiler is off). */
+  store(): ProfileReader | undefined;
   /** Write waiting profiles now (tests, shutdown). Returns how many were written. */
   flush(): number;
   /** Flush and close the store. */
@@ -47,15 +46,11 @@ const isProfilerPath = (url: string) =>
 export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const options = resolveOptions(userOptions);
   if (!options.enabled) return assemble(options);
-  const file = fileFor(options.database);
-  const { maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, slowQuery } = options;
-  const writer = new ProfileWriter({ database: file, maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, slowQuery }, options.onError);
+  const { maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, slowQuery, schema, instance } = options;
   // The pages read through a connection of this thread's own; the writer thread tells any trouble.
-  // Opened now, at start-up, so that the tokens already stored are known before the first request.
-  const reader = new StoreHandle(file, () => {}, (store) => {
-    for (const { token } of store.tokensAfter(0)) writer.taken.add(token);
-  }, 200);
-  reader.get();
+  const database = storedAt(options.database);
+  const writer = new ProfileWriter({ database, schema, instance, maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, slowQuery }, options.onError);
+  const storage = pageStorage(database, schema, (token) => writer.taken.add(token));
   const tellOwn = onceEach(options.onError);
   captureConsole();
   hookLoadedRouters();
@@ -72,7 +67,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     debug,
     bodyLimit,
     linkHosts: options.linkHosts,
-    nextToken: tokenSource(options.tokenLength, writer.taken),
+    nextToken: storage.shared ? sharedTokenSource(options.tokenLength, writer.taken, writer.slot) : tokenSource(options.tokenLength, writer.taken),
     appSeen: findDrivers,
     done: (ctx) => {
       writer.push(capture(ctx, options.collectors, options, tellOwn));
@@ -82,26 +77,20 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     inject: debug ? withToolbar : undefined,
     failed: (err) => tellOwn(`recording a request failed: ${(err as Error)?.message ?? err}`),
   });
-  // Pages are few and asked for by a person: each tries to open a store that could not be opened
-  // (another thread migrating it held the lock, say) at once, rather than after the pause.
-  const read = () => {
-    reader.changed();
-    return reader.get(true);
-  };
   const pages = profilerPages({
     options,
     explainable,
     // A page never waits for the writer: what waits on this thread is handed over, and the page shows what is stored.
     store: () => {
       writer.handoff();
-      return read();
+      return storage.read();
     },
   });
   return assemble(options, {
     record,
     pages,
     stopped: () => writer.stopped,
-    store: read,
+    store: storage.read,
     flush: () => {
       record.finishEnded();
       return writer.flush();
@@ -109,8 +98,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     close: () => {
       record.finishEnded();
       writer.close();
-      reader.close();
-      release(file);
+      storage.close();
     },
   });
 }
@@ -120,7 +108,7 @@ interface Recording {
   /** The writer cannot run: requests pass through unrecorded. */
   stopped(): boolean;
   pages: ReturnType<typeof profilerPages>;
-  store(): ProfileStore | undefined;
+  store(): ProfileReader | undefined;
   flush(): number;
   close(): void;
 }

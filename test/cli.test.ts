@@ -4,10 +4,10 @@ import { run } from '../src/cli/run.js';
 import { webProfiler } from '../src/index.js';
 import { listen, tempDb } from './helpers.js';
 
-function cli(args: string[]) {
+async function cli(args: string[]) {
   const out: string[] = [];
   const err: string[] = [];
-  const code = run(args, { out: (l) => out.push(l), err: (l) => err.push(l) }, {});
+  const code = await run(args, { out: (l) => out.push(l), err: (l) => err.push(l) }, {});
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
@@ -31,30 +31,30 @@ describe('web-profiler CLI', () => {
     await server.close();
     profiler.close();
 
-    const list = cli(['list', '--db', db]);
+    const list = await cli(['list', '--db', db]);
     expect(list.code).toBe(0);
     expect(list.out.split('\n')).toHaveLength(2);
     expect(list.out.split('\n')[0]).toMatch(new RegExp(`^${bad}  500  GET .*/bad$`));
-    expect(JSON.parse(cli(['list', '--db', db, '--json', '--limit', '1']).out)).toEqual([expect.objectContaining({ token: bad })]);
+    expect(JSON.parse((await cli(['list', '--db', db, '--json', '--limit', '1'])).out)).toEqual([expect.objectContaining({ token: bad })]);
 
-    const show = cli(['show', bad, '--db', db]);
+    const show = await cli(['show', bad, '--db', db]);
     expect(show.out).toContain('exception: Error: broken for the CLI');
     expect(show.out).toMatch(/at .* \(.*cli\.test\.ts:\d+\)/);
-    expect(cli(['show', ok, '--db', db]).out).toContain('INFO  fine');
-    expect(cli(['show', 'nothex', '--db', db]).code).toBe(2);
-    expect(cli(['show', 'abcdef', '--db', db])).toMatchObject({ code: 1, err: 'no profile for token abcdef' });
+    expect((await cli(['show', ok, '--db', db])).out).toContain('INFO  fine');
+    expect((await cli(['show', 'nothex', '--db', db])).code).toBe(2);
+    expect((await cli(['show', 'abcdef', '--db', db]))).toMatchObject({ code: 1, err: 'no profile for token abcdef' });
 
-    expect(cli(['stats', '--db', db]).out).toMatch(/profiles +2/);
-    expect(cli(['purge', '--db', db]).code).toBe(2);
-    expect(cli(['purge', '--older-than', 'soon', '--db', db]).code).toBe(2);
-    expect(cli(['purge', '--older-than', '1d', '--db', db]).out).toBe('purged 0 profiles');
-    expect(cli(['purge', '--all', '--db', db]).out).toBe('purged 2 profiles');
-    expect(cli(['list', '--db', db]).out).toBe('no profiles');
+    expect((await cli(['stats', '--db', db])).out).toMatch(/profiles +2/);
+    expect((await cli(['purge', '--db', db])).code).toBe(2);
+    expect((await cli(['purge', '--older-than', 'soon', '--db', db])).code).toBe(2);
+    expect((await cli(['purge', '--older-than', '1d', '--db', db])).out).toBe('purged 0 profiles');
+    expect((await cli(['purge', '--all', '--db', db])).out).toBe('purged 2 profiles');
+    expect((await cli(['list', '--db', db])).out).toBe('no profiles');
   });
 
-  it('explains its usage', () => {
-    expect(cli([]).code).toBe(2);
-    expect(cli(['--help']).out).toContain('usage: web-profiler');
-    expect(cli(['frobnicate', '--db', ':memory:']).err).toContain('unknown command "frobnicate"');
+  it('explains its usage', async () => {
+    expect((await cli([])).code).toBe(2);
+    expect((await cli(['--help'])).out).toContain('usage: web-profiler');
+    expect((await cli(['frobnicate', '--db', ':memory:'])).err).toContain('unknown command "frobnicate"');
   });
 });

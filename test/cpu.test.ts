@@ -116,7 +116,7 @@ describe('CPU profile on demand', () => {
     expect(raw.nodes[0].callFrame.functionName).toBe('(root)');
     expect((await fetch(`${app.url}/_profiler/${(await cpuOf(await fetch(`${app.url}/burn?ms=1`))) ?? 'abcdef'}/cpu.cpuprofile`)).status).toBe(404);
     const lines: string[] = [];
-    expect(run(['show', token, '--cpu', '--db', database], { out: (l) => lines.push(l), err: (l) => lines.push(l) }, {})).toBe(0);
+    expect(await run(['show', token, '--cpu', '--db', database], { out: (l) => lines.push(l), err: (l) => lines.push(l) }, {})).toBe(0);
     // The CLI's own job: the top functions, by self time, each with its place. (Which name the burning
     // code has depends on what V8 inlined by then; the panel test above checks the name.)
     const text = lines.join('\n');

@@ -7,6 +7,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { webProfiler, type Profile } from '../src/index.js';
 import { WriteQueue } from '../src/storage/queue.js';
+import { SqliteSink } from '../src/storage/sink.js';
+import type { StoreHandle } from '../src/storage/store-handle.js';
 import { TokenBitmap } from '../src/storage/token-bitmap.js';
 import { listen, readRows, tempDb, type Running } from './helpers.js';
 
@@ -116,18 +118,19 @@ describe('storage faults: the app keeps answering, the profiler says so once and
     const db = tempDb();
     const errors: string[] = [];
     const profile = (i: number): Profile => ({ token: (0xa00000 + i).toString(16), parent: null, ip: '127.0.0.1', method: 'GET', url: `http://localhost/${i}`, status: 200, time: Date.now(), duration: 1, type: 'request', collectors: { request: { pad: 'x'.repeat(2000) } } });
-    const queue = new WriteQueue<Profile>({ database: db, maxProfiles: 1000, maxAge: 3_600_000, flushInterval: 10 }, new TokenBitmap(), (p) => p, (m) => errors.push(m));
+    let sink: SqliteSink | undefined;
+    const queue = new WriteQueue<Profile>({ database: db, schema: '', instance: 'test', maxProfiles: 1000, maxAge: 3_600_000, flushInterval: 10 }, (tell) => (sink = new SqliteSink(db, new TokenBitmap(), tell)), (p) => p, (m) => errors.push(m));
     queue.push([profile(0)]);
-    expect(queue.flush()).toBe(1);
-    const store = queue.open()!;
+    expect(await queue.flush()).toBe(1);
+    const store = (sink as unknown as { handle: StoreHandle }).handle.get()!;
     store.db.pragma(`max_page_count = ${store.db.pragma('page_count', { simple: true }) as number}`);
     queue.push(Array.from({ length: 40 }, (_, i) => profile(i + 1)));
-    expect(queue.flush()).toBe(0);
+    expect(await queue.flush()).toBe(0);
     expect(errors.some((m) => /SQLITE_FULL/.test(m))).toBe(true);
     // The failed store was closed; the next open has no page limit.
     await new Promise((r) => setTimeout(r, 2100));
-    queue.flush();
-    queue.close();
+    await queue.flush();
+    await queue.close();
     expect(storedTokens(db).size).toBe(41);
     expect(errors.at(-1)).toBe('profiler storage is writable again: 40 waiting profiles written');
   });

@@ -15,6 +15,7 @@ import { resolveOptions } from '../src/options.js';
 import { webProfiler, type ProfilerOptions, type WebProfiler } from '../src/index.js';
 import type { Profile } from '../src/storage/profile.js';
 import { WriteQueue } from '../src/storage/queue.js';
+import { SqliteSink } from '../src/storage/sink.js';
 import { ProfileStore } from '../src/storage/store.js';
 import { TokenBitmap } from '../src/storage/token-bitmap.js';
 import { listen, readRows, tempDb, tempDir, type Running } from './helpers.js';
@@ -518,15 +519,16 @@ describe('18. the small things', () => {
     }
   });
 
-  it('storage trouble is told once an episode, however the messages alternate', () => {
+  it('storage trouble is told once an episode, however the messages alternate', async () => {
     const told: string[] = [];
-    const queue = new WriteQueue<Profile>({ database: tempDir(), maxProfiles: 100, maxAge: 3_600_000, flushInterval: 60_000 }, new TokenBitmap(), (p) => p, (m) => told.push(m));
+    const dir = tempDir();
+    const queue = new WriteQueue<Profile>({ database: dir, schema: '', instance: 'test', maxProfiles: 100, maxAge: 3_600_000, flushInterval: 60_000 }, (tell) => new SqliteSink(dir, new TokenBitmap(), tell), (p) => p, (m) => told.push(m));
     const profile = (i: number): Profile => ({ token: i.toString(16).padStart(6, '0'), parent: null, ip: '::1', method: 'GET', url: '/', status: 200, time: i, duration: 1, type: 'request', collectors: {} });
     for (let round = 0; round < 3; round++) {
       queue.push(Array.from({ length: 20_010 }, (_, i) => profile(round * 100_000 + i)));
-      queue.flush();
+      await queue.flush();
     }
-    queue.close();
+    await queue.close();
     expect(told.filter((m) => m.includes('cannot open'))).toHaveLength(1);
     expect(told.filter((m) => m.includes('dropped'))).toHaveLength(1);
   });

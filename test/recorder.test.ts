@@ -325,7 +325,7 @@ describe('recorder: failures stay inside the profiler', () => {
     const page = await fetch(`${url}/_profiler/${token}?panel=request`, { headers: { accept: 'application/json' } });
     expect(page.status).toBe(200);
     expect((await page.json()).data.method).toBe('GET');
-    const file = profiler.store()!.file;
+    const file = profiler.store()!.location;
     expect(file).not.toBe(':memory:');
     expect(existsSync(file)).toBe(true);
     profiler.close();

@@ -250,7 +250,7 @@ describe('the first recorder owns a request', () => {
     expect(res.headers.filter(([n]) => n === 'X-Debug-Token')).toHaveLength(1);
     outer.flush();
     inner.flush();
-    expect(outer.store()!.read(token!)?.url).toMatch(/\/admin\/page$/);
-    expect(inner.store()!.find({ limit: 10 })).toEqual([]);
+    expect((await outer.store()!.read(token!))?.url).toMatch(/\/admin\/page$/);
+    expect(await inner.store()!.find({ limit: 10 })).toEqual([]);
   });
 });

@@ -6,7 +6,8 @@ import { bounded } from '../collectors/plain.js';
 import { corePanels } from '../collectors/index.js';
 import { isToken } from '../recording/token.js';
 import type { Profile, ProfileSummary } from '../storage/profile.js';
-import { ProfileStore, type SearchFilter } from '../storage/store.js';
+import { openReader } from '../storage/open.js';
+import type { SearchFilter } from '../storage/query.js';
 
 /** What one answer may hold, about: a model reads it all, so long bodies and traces are cut. */
 const ANSWER_BUDGET = 24 * 1024;
@@ -42,18 +43,21 @@ function headline(profile: Profile): Record<string, unknown> {
 }
 
 /**
- * `web-profiler mcp`: the profiles of a SQLite file, read-only, for coding agents, over the Model
- * Context Protocol on stdio. The connection is opened read-only: nothing offered here can change
- * or delete a profile.
+ * `web-profiler mcp`: the profiles of a SQLite file or a PostgreSQL store, read-only, for coding
+ * agents, over the Model Context Protocol on stdio. The connection is opened read-only (SQLite's
+ * readonly mode; PostgreSQL's default_transaction_read_only): nothing offered here can change or
+ * delete a profile.
  */
-export async function serveMcp(file: string, stop?: AbortSignal): Promise<void> {
-  const store = ProfileStore.openReadOnly(file);
+export async function serveMcp(database: string, schema: string, stop?: AbortSignal): Promise<void> {
+  const store = openReader(database, schema, true);
+  // A database that cannot be read is said at once, not at the first question.
+  await store.lastId();
   const server = new McpServer({ name: 'express-web-profiler', version: VERSION });
   const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
   server.registerTool('search_requests', {
     title: 'Search recorded requests',
-    description: 'Recorded HTTP requests, newest first (or slowest first), as summaries: token, method, URL, status, time (epoch ms), duration (ms), client IP. Filters combine.',
+    description: 'Recorded HTTP requests, newest first (or slowest first), as summaries: token, method, URL, status, time (epoch ms), duration (ms), client IP, and the instance that served it. Filters combine.',
     inputSchema: {
       ip: z.string().max(100).optional().describe('Client IP, exactly'),
       method: z.string().max(10).optional().describe('GET, POST, …'),
@@ -61,6 +65,7 @@ export async function serveMcp(file: string, stop?: AbortSignal): Promise<void> 
       status_from: z.number().int().min(100).max(599).optional().describe('Statuses from this one (500 for server errors)'),
       status_to: z.number().int().min(100).max(599).optional().describe('Statuses up to this one'),
       url: z.string().max(2000).optional().describe('A substring of the URL'),
+      instance: z.string().max(200).optional().describe('Only requests this instance served (its name, as in the summaries)'),
       since: z.string().optional().describe('ISO date-time: only requests at or after it'),
       until: z.string().optional().describe('ISO date-time: only requests at or before it'),
       slower_than_ms: z.number().min(0).optional().describe('Only requests that took at least this long'),
@@ -68,8 +73,8 @@ export async function serveMcp(file: string, stop?: AbortSignal): Promise<void> 
       limit: z.number().int().min(1).max(100).default(20),
     },
     annotations: readOnly,
-  }, (args) => {
-    const filter: SearchFilter = { limit: args.limit ?? 20, ip: args.ip, method: args.method, status: args.status, statusFrom: args.status_from, statusTo: args.status_to, url: args.url, minDuration: args.slower_than_ms, sort: args.slowest_first ? 'duration' : 'time' };
+  }, async (args) => {
+    const filter: SearchFilter = { limit: args.limit ?? 20, ip: args.ip, method: args.method, status: args.status, statusFrom: args.status_from, statusTo: args.status_to, url: args.url, instance: args.instance, minDuration: args.slower_than_ms, sort: args.slowest_first ? 'duration' : 'time' };
     for (const [key, value] of [['since', args.since], ['until', args.until]] as const) {
       if (value === undefined) continue;
       const t = Date.parse(value);
@@ -77,7 +82,7 @@ export async function serveMcp(file: string, stop?: AbortSignal): Promise<void> 
       if (key === 'since') filter.from = t;
       else filter.to = t;
     }
-    const requests: ProfileSummary[] = store.find(filter);
+    const requests: ProfileSummary[] = await store.find(filter);
     return answer({ count: requests.length, requests });
   });
 
@@ -89,9 +94,9 @@ export async function serveMcp(file: string, stop?: AbortSignal): Promise<void> 
       panel: z.string().optional().describe(`One of ${PANELS.join(', ')}`),
     },
     annotations: readOnly,
-  }, ({ token, panel }) => {
+  }, async ({ token, panel }) => {
     if (!isToken(token)) return failure(`"${token}" is not a token: tokens are 6 to 32 lowercase hex characters.`);
-    const profile = store.read(token);
+    const profile = await store.read(token);
     if (!profile) return failure(`No profile is stored for token ${token}: it was never recorded, or it was pruned.`);
     if (panel === undefined) return answer(headline(profile));
     if (!PANELS.includes(panel)) return failure(`There is no panel "${panel}". Panels: ${PANELS.join(', ')}.`);
@@ -105,13 +110,13 @@ export async function serveMcp(file: string, stop?: AbortSignal): Promise<void> 
     description: 'The most recent requests that failed (status 500 or more, or that threw), newest first, each with its exception class, message and top app frame.',
     inputSchema: { limit: z.number().int().min(1).max(50).default(10) },
     annotations: readOnly,
-  }, ({ limit }) => {
+  }, async ({ limit }) => {
     const wanted = limit ?? 10;
     const errors: Record<string, unknown>[] = [];
     // Exceptions answered with a 4xx are in the data, not the columns: the latest few hundred are read.
-    for (const summary of store.find({ limit: 300 })) {
+    for (const summary of await store.find({ limit: 300 })) {
       if (errors.length >= wanted) break;
-      const profile = store.read(summary.token);
+      const profile = await store.read(summary.token);
       if (profile && (profile.status >= 500 || profile.collectors.exception !== undefined)) errors.push(headline(profile));
     }
     return answer({ count: errors.length, errors });
@@ -125,7 +130,7 @@ export async function serveMcp(file: string, stop?: AbortSignal): Promise<void> 
   });
   await server.connect(new StdioServerTransport());
   await closed;
-  store.close();
+  await store.close();
 }
 
 const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;

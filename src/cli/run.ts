@@ -1,8 +1,11 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { isToken } from '../recording/token.js';
-import { ProfileStore } from '../storage/store.js';
+import { withoutPassword } from '../storage/location.js';
+import { openReader } from '../storage/open.js';
+import type { ProfileReader } from '../storage/reader.js';
 import { serveMcp } from './mcp.js';
+import { SCHEMA_PATTERN } from '../storage/location.js';
 
 export interface Io {
   out(line: string): void;
@@ -23,7 +26,9 @@ const USAGE = `usage: web-profiler <command> [options]
   mcp                                 a read-only MCP server on stdio, for coding agents
                                       (tools: search_requests, get_profile, latest_errors)
 
-  --db FILE   the SQLite file (default: WEB_PROFILER_DB, else storage/profiler.sqlite)`;
+  --db FILE|URL    the SQLite file, or a postgres:// URL (default: WEB_PROFILER_DB,
+                   else storage/profiler.sqlite)
+  --schema NAME    the PostgreSQL schema (default: WEB_PROFILER_SCHEMA, else web_profiler)`;
 
 const DURATION = /^(\d+)(s|m|h|d)$/;
 const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
@@ -37,6 +42,7 @@ export function run(argv: string[], io: Io, env: NodeJS.ProcessEnv = process.env
       allowPositionals: true,
       options: {
         db: { type: 'string' },
+        schema: { type: 'string' },
         limit: { type: 'string' },
         json: { type: 'boolean' },
         'older-than': { type: 'string' },
@@ -56,105 +62,116 @@ export function run(argv: string[], io: Io, env: NodeJS.ProcessEnv = process.env
     return values.help ? 0 : 2;
   }
   const file = values.db ?? env.WEB_PROFILER_DB ?? path.resolve('storage', 'profiler.sqlite');
+  const schema = values.schema ?? (env.WEB_PROFILER_SCHEMA || 'web_profiler');
+  if (!SCHEMA_PATTERN.test(schema)) {
+    io.err('--schema takes a lowercase identifier (letters, digits, _)');
+    return 2;
+  }
+  const where = withoutPassword(file);
   if (command === 'mcp') {
-    return serveMcp(file, stop).then(() => 0, (err: Error) => {
-      io.err(`cannot serve ${file}: ${err.message}`);
+    return serveMcp(file, schema, stop).then(() => 0, (err: Error) => {
+      io.err(`cannot serve ${where}: ${err.message}`);
       return 1;
     });
   }
-  let store: ProfileStore;
+  let store: ProfileReader;
   try {
-    store = ProfileStore.open(file);
+    store = openReader(file, schema);
   } catch (err) {
-    io.err(`cannot open ${file}: ${(err as Error).message}`);
+    io.err(`cannot open ${where}: ${(err as Error).message}`);
     return 1;
   }
   if (command === 'tail') return tail(store, io, Boolean(values.json), stop);
-  try {
-    switch (command) {
-      case 'list': {
-        const limit = values.limit === undefined ? 20 : Number(values.limit);
-        if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
-          io.err('--limit takes a whole number from 1 to 10000');
-          return 2;
-        }
-        const rows = store.find({ limit });
-        if (values.json) io.out(JSON.stringify(rows, null, 2));
-        else if (rows.length === 0) io.out('no profiles');
-        else for (const r of rows) io.out(`${r.token}  ${String(r.status).padEnd(3)}  ${r.method.padEnd(6)} ${new Date(r.time).toISOString()}  ${`${r.duration.toFixed(1)}ms`.padStart(9)}  ${r.url}`);
-        return 0;
-      }
-      case 'show': {
-        if (!isToken(arg)) {
-          io.err('show takes a token: 6 to 32 lowercase hex characters');
-          return 2;
-        }
-        const profile = store.read(arg);
-        if (!profile) {
-          io.err(`no profile for token ${arg}`);
-          return 1;
-        }
-        if (values.json) {
-          io.out(JSON.stringify(profile, null, 2));
-          return 0;
-        }
-        io.out(`${profile.token}  ${profile.method} ${profile.url}`);
-        io.out(`status ${profile.status}, ${profile.duration} ms, ${profile.ip}, ${new Date(profile.time).toISOString()}`);
-        const c = profile.collectors as Record<string, any>;
-        if (c.routing?.route) io.out(`route ${c.routing.route}`);
-        for (const [i, e] of (c.exception?.chain ?? []).entries()) {
-          io.out(`${i === 0 ? '\nexception' : 'caused by'}: ${e.class}: ${e.message}`);
-          const where = e.frames.find((f: { kind: string }) => f.kind === 'app') ?? e.frames[0];
-          if (where) io.out(`    at ${where.fn} (${where.file}:${where.line})`);
-        }
-        if (values.cpu) {
-          const cpu = c.cpu as { busy?: boolean; samples?: number; duration?: number; functions?: { name: string; file: string; line: number; self: number; total: number }[] } | undefined;
-          if (!cpu?.functions) io.out(cpu?.busy ? '\ncpu: not profiled (another request was)' : '\ncpu: no CPU profile (ask with the header X-Debug-Profile: cpu)');
-          else {
-            io.out(`\ncpu: ${cpu.samples} samples over ${cpu.duration} ms; top functions by self time:`);
-            for (const f of cpu.functions.slice(0, 15)) io.out(`  ${`${f.self.toFixed(1)}ms`.padStart(9)} ${`${f.total.toFixed(1)}ms`.padStart(9)}  ${f.name}${f.file ? `  ${f.file}:${f.line}` : ''}`);
-          }
-        }
-        const lines = c.logs?.lines ?? [];
-        if (lines.length) io.out('\nlog:');
-        for (const l of lines) io.out(`  ${new Date(l.time).toISOString().slice(11, 23)} ${l.level.toUpperCase().padEnd(5)} ${l.message}`);
-        return 0;
-      }
-      case 'purge': {
-        if (Boolean(values.all) === Boolean(values['older-than'])) {
-          io.err('purge takes one of --older-than <2d> or --all');
-          return 2;
-        }
-        let before: number | undefined;
-        if (values['older-than']) {
-          const m = DURATION.exec(values['older-than']);
-          if (!m) {
-            io.err('--older-than takes a number and a unit: 30m, 12h, 2d');
-            return 2;
-          }
-          before = Date.now() - Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
-        }
-        io.out(`purged ${store.purge(before)} profiles`);
-        return 0;
-      }
-      case 'stats': {
-        const s = store.stats();
-        if (values.json) io.out(JSON.stringify(s, null, 2));
-        else {
-          io.out(`file      ${s.file}`);
-          io.out(`profiles  ${s.profiles}`);
-          io.out(`oldest    ${s.oldest ? new Date(s.oldest).toISOString() : '-'}`);
-          io.out(`newest    ${s.newest ? new Date(s.newest).toISOString() : '-'}`);
-          io.out(`size      ${(s.bytes / 1024).toFixed(0)} KiB`);
-        }
-        return 0;
-      }
-      default:
-        io.err(`unknown command "${command}"\n\n${USAGE}`);
+  return runCommand(store, command, arg, values, io).catch((err: Error) => {
+    io.err(`cannot read ${where}: ${err.message}`);
+    return 1;
+  }).finally(() => store.close());
+}
+
+type Values = { limit?: string; json?: boolean; 'older-than'?: string; all?: boolean; cpu?: boolean };
+
+async function runCommand(store: ProfileReader, command: string, arg: string | undefined, values: Values, io: Io): Promise<number> {
+  switch (command) {
+    case 'list': {
+      const limit = values.limit === undefined ? 20 : Number(values.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
+        io.err('--limit takes a whole number from 1 to 10000');
         return 2;
+      }
+      const rows = await store.find({ limit });
+      if (values.json) io.out(JSON.stringify(rows, null, 2));
+      else if (rows.length === 0) io.out('no profiles');
+      else for (const r of rows) io.out(`${r.token}  ${String(r.status).padEnd(3)}  ${r.method.padEnd(6)} ${new Date(r.time).toISOString()}  ${`${r.duration.toFixed(1)}ms`.padStart(9)}  ${r.url}${store.shared && r.instance ? `  (${r.instance})` : ''}`);
+      return 0;
     }
-  } finally {
-    store.close();
+    case 'show': {
+      if (!isToken(arg)) {
+        io.err('show takes a token: 6 to 32 lowercase hex characters');
+        return 2;
+      }
+      const profile = await store.read(arg);
+      if (!profile) {
+        io.err(`no profile for token ${arg}`);
+        return 1;
+      }
+      if (values.json) {
+        io.out(JSON.stringify(profile, null, 2));
+        return 0;
+      }
+      io.out(`${profile.token}  ${profile.method} ${profile.url}`);
+      io.out(`status ${profile.status}, ${profile.duration} ms, ${profile.ip}, ${new Date(profile.time).toISOString()}${profile.instance ? `, served by ${profile.instance}` : ''}`);
+      const c = profile.collectors as Record<string, any>;
+      if (c.routing?.route) io.out(`route ${c.routing.route}`);
+      for (const [i, e] of (c.exception?.chain ?? []).entries()) {
+        io.out(`${i === 0 ? '\nexception' : 'caused by'}: ${e.class}: ${e.message}`);
+        const where = e.frames.find((f: { kind: string }) => f.kind === 'app') ?? e.frames[0];
+        if (where) io.out(`    at ${where.fn} (${where.file}:${where.line})`);
+      }
+      if (values.cpu) {
+        const cpu = c.cpu as { busy?: boolean; samples?: number; duration?: number; functions?: { name: string; file: string; line: number; self: number; total: number }[] } | undefined;
+        if (!cpu?.functions) io.out(cpu?.busy ? '\ncpu: not profiled (another request was)' : '\ncpu: no CPU profile (ask with the header X-Debug-Profile: cpu)');
+        else {
+          io.out(`\ncpu: ${cpu.samples} samples over ${cpu.duration} ms; top functions by self time:`);
+          for (const f of cpu.functions.slice(0, 15)) io.out(`  ${`${f.self.toFixed(1)}ms`.padStart(9)} ${`${f.total.toFixed(1)}ms`.padStart(9)}  ${f.name}${f.file ? `  ${f.file}:${f.line}` : ''}`);
+        }
+      }
+      const lines = c.logs?.lines ?? [];
+      if (lines.length) io.out('\nlog:');
+      for (const l of lines) io.out(`  ${new Date(l.time).toISOString().slice(11, 23)} ${l.level.toUpperCase().padEnd(5)} ${l.message}`);
+      return 0;
+    }
+    case 'purge': {
+      if (Boolean(values.all) === Boolean(values['older-than'])) {
+        io.err('purge takes one of --older-than <2d> or --all');
+        return 2;
+      }
+      let before: number | undefined;
+      if (values['older-than']) {
+        const m = DURATION.exec(values['older-than']);
+        if (!m) {
+          io.err('--older-than takes a number and a unit: 30m, 12h, 2d');
+          return 2;
+        }
+        before = Date.now() - Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+      }
+      io.out(`purged ${await store.purge(before)} profiles`);
+      return 0;
+    }
+    case 'stats': {
+      const s = await store.stats();
+      if (values.json) io.out(JSON.stringify(s, null, 2));
+      else {
+        io.out(`${s.file.includes('://') ? 'database' : 'file    '}  ${s.file}`);
+        io.out(`profiles  ${s.profiles}`);
+        io.out(`oldest    ${s.oldest ? new Date(s.oldest).toISOString() : '-'}`);
+        io.out(`newest    ${s.newest ? new Date(s.newest).toISOString() : '-'}`);
+        io.out(`size      ${(s.bytes / 1024).toFixed(0)} KiB`);
+      }
+      return 0;
+    }
+    default:
+      io.err(`unknown command "${command}"\n\n${USAGE}`);
+      return 2;
   }
 }
 
@@ -164,12 +181,21 @@ const COLOURS = { server: 31, client: 33, redirect: 36, ok: 32 } as const;
 const colourOf = (status: number) => (status >= 500 ? COLOURS.server : status >= 400 ? COLOURS.client : status >= 300 ? COLOURS.redirect : COLOURS.ok);
 
 /** The live list in a terminal: what the file gains, from this process or any other that writes it. */
-function tail(store: ProfileStore, io: Io, json: boolean, stop: AbortSignal | undefined): Promise<number> {
-  let last = store.lastId();
+async function tail(store: ProfileReader, io: Io, json: boolean, stop: AbortSignal | undefined): Promise<number> {
+  let last: number;
+  try {
+    last = await store.lastId();
+  } catch (err) {
+    io.err(`cannot read ${store.location}: ${(err as Error).message}`);
+    await store.close();
+    return 1;
+  }
   return new Promise((resolve) => {
-    const timer = setInterval(() => {
+    let timer: NodeJS.Timeout | undefined;
+    let ended = false;
+    const poll = async () => {
       try {
-        for (const { id, ...p } of store.since(last, { limit: 500 })) {
+        for (const { id, ...p } of await store.since(last, { limit: 500 })) {
           last = id;
           if (json) {
             io.out(JSON.stringify(p));
@@ -179,13 +205,15 @@ function tail(store: ProfileStore, io: Io, json: boolean, stop: AbortSignal | un
           io.out(`${new Date(p.time).toISOString().slice(11, 19)}  ${status}  ${p.method.padEnd(6)} ${`${p.duration.toFixed(1)}ms`.padStart(9)}  ${p.token}  ${p.url}`);
         }
       } catch (err) {
-        io.err(`cannot read ${store.file}: ${(err as Error).message}`);
+        io.err(`cannot read ${store.location}: ${(err as Error).message}`);
       }
-    }, POLL_MS);
+      if (!ended) timer = setTimeout(poll, POLL_MS);
+    };
+    timer = setTimeout(poll, POLL_MS);
     const end = () => {
-      clearInterval(timer);
-      store.close();
-      resolve(0);
+      ended = true;
+      clearTimeout(timer);
+      void Promise.resolve(store.close()).then(() => resolve(0));
     };
     if (stop?.aborted) end();
     else stop?.addEventListener('abort', end, { once: true });

@@ -7,8 +7,8 @@ import type { DriverAdapter, PlanRow } from './driver.js';
 type Fn = (this: any, ...args: any[]) => any;
 type Callback = (err: unknown, result?: unknown, ...rest: unknown[]) => unknown;
 
-/** Marks the profiler's own EXPLAIN: never recorded. */
-const kOwn = Symbol('web-profiler.own');
+/** Marks the profiler's own statements (its EXPLAIN, and its PostgreSQL store's pool, clients and queries): never recorded. */
+const kOwn = Symbol.for('express-web-profiler.own-query');
 /** Set on a client as a pool hands it over: the request, caller line and wait of the pool.query or pool.connect that asked for it. */
 const kHandover = Symbol('web-profiler.handover');
 /** The pool a client came from: EXPLAIN runs on the pool, never on a client the app may hold in a transaction. */
@@ -95,7 +95,7 @@ function clientQuery(original: Fn): Fn {
     const handover = this[kHandover] as Handover | undefined;
     if (handover !== undefined) this[kHandover] = undefined;
     const ctx = handover?.ctx ?? requestOf();
-    if (ctx === undefined || config == null || config[kOwn]) return original.apply(this, arguments as never);
+    if (ctx === undefined || config == null || config[kOwn] || this[kOwn]) return original.apply(this, arguments as never);
     const text = typeof config === 'string' ? config : String(config.text ?? '');
     const params = Array.isArray(values) ? values : config.values;
     const entry = queryStarted(ctx, 'pg', text, params, handover?.caller);
@@ -140,8 +140,8 @@ function clientQuery(original: Fn): Fn {
 }
 
 function poolQuery(original: Fn): Fn {
-  return function query(this: unknown, text: any) {
-    const ctx = text?.[kOwn] ? undefined : requestOf();
+  return function query(this: Record<symbol, unknown>, text: any) {
+    const ctx = text?.[kOwn] || this[kOwn] ? undefined : requestOf();
     if (ctx === undefined) return original.apply(this, arguments as never);
     const outer = asking;
     asking = { ctx, caller: callerFrame() };
@@ -154,10 +154,10 @@ function poolQuery(original: Fn): Fn {
 }
 
 function poolConnect(original: Fn): Fn {
-  return function connect(this: object, cb?: Callback) {
+  return function connect(this: Record<symbol, unknown>, cb?: Callback) {
     const asked = asking;
     asking = undefined;
-    const ctx = asked?.ctx ?? requestOf();
+    const ctx = this[kOwn] ? undefined : asked?.ctx ?? requestOf();
     if (ctx === undefined) return original.call(this, cb);
     const pool = this;
     const from = performance.now();

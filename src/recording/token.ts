@@ -49,3 +49,29 @@ export function tokenSource(length: number, taken: { has(token: string): boolean
     }
   };
 }
+
+/** Tokens drawn before a shared store's slot is known: long enough (80 bits) that no two meet. */
+const PROVISIONAL_LENGTH = 20;
+
+/**
+ * Tokens for a shared (PostgreSQL) store: the instance's slot as four hex characters, then
+ * `length` random ones drawn against the slot's taken bitmap. The slot comes from the writer
+ * thread through `slot` (-1 while it is not known yet, at start or with the database down): then
+ * the token is 20 random characters (80 bits: no two meet in practice, and a stored one is
+ * never overwritten whatever happens).
+ */
+export function sharedTokenSource(length: number, taken: { has(token: string): boolean; add(token: string): void }, slot: Int32Array): () => string {
+  const own = tokenSource(Math.min(length, 28), taken);
+  const provisional = tokenSource(PROVISIONAL_LENGTH, { has: () => false, add: () => {} });
+  let held = -1;
+  let prefix = '';
+  return () => {
+    const s = Atomics.load(slot, 0);
+    if (s < 0) return provisional();
+    if (s !== held) {
+      held = s;
+      prefix = s.toString(16).padStart(4, '0');
+    }
+    return prefix + own();
+  };
+}

@@ -11,6 +11,8 @@ export interface ProfileSummary {
   /** Milliseconds. */
   duration: number;
   type: string;
+  /** The instance that served it: host name and pid, or the `instance` option. Null in profiles from before it was recorded. */
+  instance?: string | null;
 }
 
 /** A recorded request: plain JSON, the unit everything else passes around. */

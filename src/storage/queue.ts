@@ -1,58 +1,60 @@
 import { serialise, type Profile, type StoredProfile } from './profile.js';
-import { StoreHandle } from './store-handle.js';
-import { isCorruption, ProfileStore } from './store.js';
-import type { TokenBitmap } from './token-bitmap.js';
+import type { ProfileSink } from './sink.js';
 
 export interface QueueOptions {
+  /** A SQLite file, or a postgres:// URL. */
   database: string;
+  /** The PostgreSQL schema. */
+  schema: string;
+  /** This instance's name, stored with each profile. */
+  instance: string;
   maxProfiles: number;
   maxAge: number;
   flushInterval: number;
 }
 
-/** Most profiles, and most bytes of them, waiting for a store that cannot take them (locked, missing, full); beyond either the oldest go, counted. */
+/** Most profiles, and most bytes of them, waiting for a store that cannot take them (locked, missing, full, down); beyond either the oldest go, counted. */
 const MAX_WAITING = 20_000;
 const MAX_WAITING_BYTES = 48 * 1024 * 1024;
 const RETRY_AFTER_MS = 2_000;
 const BATCH = 1_000;
-/** Age pruning scans by time: once a second is plenty. Count pruning is checked on every write. */
+/** Age pruning scans by time: once a second is plenty. Count pruning is checked on every write (or as often as the sink allows). */
 const AGE_PRUNE_EVERY_MS = 1_000;
 
 /**
- * Batches finished requests and writes them in one transaction per flush. Storage trouble never
- * reaches the app: it is told once, the batch waits, and writing resumes when the store can take
- * it again.
+ * Batches finished requests and writes them in one transaction per flush, one flush at a time.
+ * Storage trouble never reaches the app: it is told once, the batch waits, and writing resumes
+ * when the store can take it again.
  */
 export class WriteQueue<T> {
   private pending: T[] = [];
   private built: StoredProfile[] = [];
   private builtBytes = 0;
-  private lastSeenId = 0;
   private nextAgePrune = 0;
+  private nextPrune = 0;
   private timer: NodeJS.Timeout | undefined;
-  private readonly handle: StoreHandle;
   private dropped = 0;
   private closed = false;
   private morePrune = false;
+  /** The flush under way: the next waits for it. */
+  private running: Promise<number> = Promise.resolve(0);
+  private busy = false;
+  /** A timer fired while a flush ran: flush again when it ends. */
+  private again = false;
   /** The troubles told in this episode: each is said once, however they alternate, and the episode's end is said too. */
   private troubles = new Set<string>();
+  private readonly sink: ProfileSink;
 
   constructor(
     private readonly options: QueueOptions,
-    /** Tokens waiting or stored, ours and other processes': what a new token must not be. */
-    private readonly taken: TokenBitmap,
+    sink: (tell: (message: string) => void) => ProfileSink,
     private readonly build: (item: T) => Profile,
     private readonly onError: (message: string) => void,
     /** Told of bytes entering (positive) and leaving (negative) what waits: items as they are weighed, profiles as they are serialised. */
     private readonly account: (bytes: number) => void = () => {},
     private readonly weigh: (item: T) => number = () => 0,
   ) {
-    // The writer thread may wait for a lock (another process's writes, a migration at start): no request waits with it.
-    this.handle = new StoreHandle(options.database, (m) => this.tell(m), (store) => {
-      this.lastSeenId = 0;
-      this.learnTokens(store);
-    }, 2_000);
-    this.handle.get();
+    this.sink = sink((m) => this.tell(m));
   }
 
   private tell(message: string): void {
@@ -61,20 +63,6 @@ export class WriteQueue<T> {
     if (this.troubles.has(key)) return;
     this.troubles.add(key);
     this.onError(message);
-  }
-
-
-  /** The store, opened on demand; undefined while it cannot be opened. */
-  open(now = false): ProfileStore | undefined {
-    return this.handle.get(now);
-  }
-
-  /** Mark the tokens written since we last looked, including other processes' into the same file. */
-  private learnTokens(store: ProfileStore): void {
-    for (const { id, token } of store.tokensAfter(this.lastSeenId)) {
-      this.taken.add(token);
-      this.lastSeenId = id;
-    }
   }
 
   push(items: T[]): void {
@@ -88,22 +76,38 @@ export class WriteQueue<T> {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.flush();
+      if (this.busy) this.again = true;
+      else void this.flush();
     }, delay);
     this.timer.unref();
   }
 
   /**
-   * Write everything that waits. Synchronous; returns the number of profiles written. `now` (an
-   * explicit flush()) tries a store that could not be opened at once, not after the pause.
+   * Write everything that waits; resolves to the number of profiles written. `now` (an explicit
+   * flush()) tries a store that could not be opened at once, not after the pause.
    */
-  flush(now = false): number {
-    const changed = this.handle.changed();
-    if (changed) {
-      this.tell(changed === 'deleted'
-        ? `profiler storage ${this.options.database} was deleted; starting a new file`
-        : `profiler storage ${this.options.database} was replaced; reopening it`);
+  flush(now = false): Promise<number> {
+    const run = this.running.then(() => this.flushOnce(now));
+    this.running = run.catch(() => 0);
+    return run;
+  }
+
+  private async flushOnce(now: boolean): Promise<number> {
+    this.busy = true;
+    try {
+      return await this.write(now);
+    } finally {
+      this.busy = false;
+      if (this.again && !this.closed) {
+        this.again = false;
+        this.schedule(0);
+      }
     }
+  }
+
+  private async write(now: boolean): Promise<number> {
+    const changed = this.sink.changed();
+    if (changed) this.tell(changed);
     const items = this.pending;
     this.pending = [];
     for (const item of items) {
@@ -119,39 +123,34 @@ export class WriteQueue<T> {
     }
     if (over > 0) {
       const gone = this.built.splice(0, over);
-      for (const row of gone) {
-        this.taken.delete(row.summary.token);
-        this.account(-row.data.length);
-      }
+      for (const row of gone) this.account(-row.data.length);
+      this.sink.dropped(gone);
       this.dropped += over;
       this.tell(`profiler storage is behind: ${this.dropped} profiles dropped so far`);
     }
-    const store = this.built.length > 0 || this.morePrune ? this.open(now) : undefined;
+    if (this.built.length === 0 && !this.morePrune) return 0;
+    if (!(await this.sink.open(now))) return this.built.length > 0 ? this.retryLater() : 0;
     if (this.built.length === 0) {
-      if (store) this.prune(store);
+      await this.prune();
       return 0;
     }
-    if (!store) return this.retryLater();
     const batch = this.built;
+    const bytes = this.builtBytes;
     try {
-      store.insertSerialised(batch);
+      await this.sink.write(batch);
     } catch (err) {
-      this.storageFailed(store, err);
+      this.failed(err);
       return this.retryLater();
     }
+    // Only this flush touches `built`: what was built meanwhile is still in `pending`.
     this.built = [];
-    this.account(-this.builtBytes);
     this.builtBytes = 0;
+    this.account(-bytes);
     if (this.troubles.size > 0) {
       this.troubles.clear();
       this.onError(`profiler storage is writable again: ${batch.length} waiting profiles written`);
     }
-    try {
-      this.learnTokens(store);
-    } catch {
-      // Only a missed refresh: the next write catches up.
-    }
-    this.prune(store);
+    await this.prune();
     return batch.length;
   }
 
@@ -160,46 +159,33 @@ export class WriteQueue<T> {
     return 0;
   }
 
-  private prune(store: ProfileStore): void {
+  private async prune(): Promise<void> {
+    const now = Date.now();
+    if (!this.morePrune && now < this.nextPrune) return;
+    this.nextPrune = now + this.sink.pruneEveryMs;
+    const byAge = now >= this.nextAgePrune;
+    if (byAge) this.nextAgePrune = now + AGE_PRUNE_EVERY_MS;
     try {
-      const now = Date.now();
-      const byAge = now >= this.nextAgePrune;
-      if (byAge) this.nextAgePrune = now + AGE_PRUNE_EVERY_MS;
-      const gone = store.prune(this.options.maxProfiles, byAge ? this.options.maxAge : undefined, now);
-      for (const token of gone) this.taken.delete(token);
+      const gone = await this.sink.prune(this.options.maxProfiles, byAge ? this.options.maxAge : undefined, now);
       // Something went: there may be more, so another bounded step soon, never one long delete.
-      this.morePrune = gone.length > 0;
+      this.morePrune = gone > 0;
       if (this.morePrune) {
         this.nextAgePrune = 0;
         this.schedule(this.options.flushInterval);
       }
     } catch (err) {
-      this.storageFailed(store, err);
+      this.failed(err);
     }
   }
 
-  private storageFailed(store: ProfileStore, err: unknown): void {
-    const code = String((err as { code?: unknown }).code ?? '');
-    if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
-      this.tell('profiler storage is locked by another process; profiles wait and will be written');
-      return;
-    }
-    this.tell(`profiler storage failed (${code || (err as Error).message}); profiles wait and will be written`);
-    this.handle.drop();
-    if (isCorruption(err) && store.file !== ':memory:') {
-      try {
-        const aside = ProfileStore.moveAside(store.file);
-        this.tell(`profiler storage was corrupt: moved to ${aside}, starting a new file`);
-      } catch {
-        // Could not move it; the next open reports why.
-      }
-    }
+  private failed(err: unknown): void {
+    for (const message of this.sink.failed(err)) this.tell(message);
   }
 
-  close(): void {
+  async close(): Promise<void> {
     clearTimeout(this.timer);
-    this.flush();
+    await this.flush();
     this.closed = true;
-    this.handle.close();
+    await this.sink.close();
   }
 }

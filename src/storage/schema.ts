@@ -27,6 +27,8 @@ const MIGRATIONS: string[] = [
    CREATE TRIGGER profiles_delete AFTER DELETE ON profiles BEGIN
      DELETE FROM profile_data WHERE id = old.id;
    END;`,
+  // Which instance (host and pid, or the name given) served the request: several share one store.
+  'ALTER TABLE profiles ADD COLUMN instance TEXT;',
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,47 +1,16 @@
 import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, renameSync } from 'node:fs';
 import path from 'node:path';
-import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { encode } from './codec.js';
 import { serialise, type Profile, type ProfileSummary, type StoredProfile } from './profile.js';
+import { findSql, profileOf, READ_SQL, sinceSql, SUMMARY_COLUMNS, type SearchFilter } from './query.js';
+import type { ProfileReader, StoreStats } from './reader.js';
 import { migrate } from './schema.js';
 
-export interface SearchFilter {
-  ip?: string;
-  method?: string;
-  status?: number;
-  /** Substring of the URL. */
-  url?: string;
-  /** Epoch milliseconds, inclusive. */
-  from?: number;
-  to?: number;
-  type?: string;
-  /** Only profiles recorded before this one (paging to older results). */
-  before?: string;
-  /** Newest first (the default), or slowest first. */
-  sort?: 'time' | 'duration';
-  /** A range of statuses, inclusive (500 to 599: the server errors). */
-  statusFrom?: number;
-  statusTo?: number;
-  /** Only requests that took at least this many milliseconds. */
-  minDuration?: number;
-  limit: number;
-}
+export type { SearchFilter } from './query.js';
+export type { StoreStats } from './reader.js';
 
-export interface StoreStats {
-  profiles: number;
-  oldest: number | null;
-  newest: number | null;
-  bytes: number;
-  file: string;
-}
-
-const ENCODING_JSON = 0;
-const ENCODING_DEFLATE = 1;
-/** Below this, deflate's header and CPU cost more than they save. */
-const COMPRESS_FROM = 8192;
 const PRUNE_CHUNK = 500;
-
-const SUMMARY_COLUMNS = 'token, parent, ip, method, url, status, time, duration, type';
 
 /** A SQLite error that means the file is not a database we can use: move it aside and start anew. */
 export const isCorruption = (err: unknown): boolean =>
@@ -52,21 +21,21 @@ export const isCorruption = (err: unknown): boolean =>
  * when that pays) in a table of its own. All calls are synchronous, as better-sqlite3 is; callers
  * keep them off the request path.
  */
-export class ProfileStore {
+export class ProfileStore implements ProfileReader {
   readonly db: Database.Database;
   readonly file: string;
+  readonly shared = false;
   private readonly stmts;
 
   private constructor(file: string, db: Database.Database) {
     this.file = file;
     this.db = db;
     this.stmts = {
-      insert: db.prepare(`INSERT INTO profiles (${SUMMARY_COLUMNS}) VALUES (@token, @parent, @ip, @method, @url, @status, @time, @duration, @type) ON CONFLICT (token) DO NOTHING`),
+      insert: db.prepare(`INSERT INTO profiles (${SUMMARY_COLUMNS}) VALUES (@token, @parent, @ip, @method, @url, @status, @time, @duration, @type, @instance) ON CONFLICT (token) DO NOTHING`),
       tokensAfter: db.prepare('SELECT id, token FROM profiles WHERE id > ? ORDER BY id'),
       span: db.prepare('SELECT min(id) AS first, max(id) AS last FROM profiles'),
       insertData: db.prepare('INSERT INTO profile_data (id, encoding, data) VALUES (?, ?, ?)'),
-      read: db.prepare(`SELECT p.id, ${SUMMARY_COLUMNS}, d.encoding, d.data FROM profiles p LEFT JOIN profile_data d ON d.id = p.id WHERE p.token = ?`),
-      idOf: db.prepare('SELECT id FROM profiles WHERE token = ?').pluck(),
+      read: db.prepare(READ_SQL),
       latest: db.prepare(`SELECT token FROM profiles WHERE type = ? ORDER BY id DESC LIMIT 1`).pluck(),
       pruneAge: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE time < ? ORDER BY id LIMIT ${PRUNE_CHUNK}) RETURNING token`).pluck(),
       pruneCount: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE id <= ? ORDER BY id LIMIT ${PRUNE_CHUNK}) RETURNING token`).pluck(),
@@ -141,7 +110,7 @@ export class ProfileStore {
   insertSerialised(rows: StoredProfile[]): void {
     this.db.transaction((batch: StoredProfile[]) => {
       for (const row of batch) {
-        const summary = { ...row.summary };
+        const summary = { ...row.summary, instance: row.summary.instance ?? null };
         let result = this.stmts.insert.run(summary);
         while (result.changes === 0 && summary.token.length < 32) {
           summary.token += '0';
@@ -159,11 +128,8 @@ export class ProfileStore {
   }
 
   read(token: string): Profile | undefined {
-    const row = this.stmts.read.get(token) as (ProfileSummary & { id: number; encoding: number | null; data: Buffer | string | null }) | undefined;
-    if (!row) return undefined;
-    const { id: _id, encoding, data, ...summary } = row;
-    const body = data == null ? { collectors: {} } : (JSON.parse(decode(encoding!, data)) as Pick<Profile, 'collectors' | 'collectorErrors'>);
-    return { ...summary, collectors: body.collectors ?? {}, ...(body.collectorErrors ? { collectorErrors: body.collectorErrors } : {}) };
+    const row = this.stmts.read.get(token) as Parameters<typeof profileOf>[0] | undefined;
+    return row && profileOf(row);
   }
 
   latest(type = 'request'): string | undefined {
@@ -171,47 +137,19 @@ export class ProfileStore {
   }
 
   find(filter: SearchFilter): ProfileSummary[] {
-    const { where, args } = this.whereOf(filter);
-    const order = filter.sort === 'duration' ? 'duration DESC, id DESC' : 'id DESC';
-    const sql = `SELECT ${SUMMARY_COLUMNS} FROM profiles ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ?`;
-    return this.db.prepare(sql).all(...args, filter.limit) as ProfileSummary[];
+    const { sql, args } = findSql(filter, 'LIKE');
+    return this.db.prepare(sql).all(...args) as ProfileSummary[];
   }
 
   /** Profiles stored after row `id` that match, oldest first, with their row ids: what a live list has not shown yet. */
   since(id: number, filter: SearchFilter): (ProfileSummary & { id: number })[] {
-    const { where, args } = this.whereOf(filter);
-    where.push('id > ?');
-    const sql = `SELECT id, ${SUMMARY_COLUMNS} FROM profiles WHERE ${where.join(' AND ')} ORDER BY id LIMIT ?`;
-    return this.db.prepare(sql).all(...args, id, filter.limit) as (ProfileSummary & { id: number })[];
+    const { sql, args } = sinceSql(id, filter, 'LIKE');
+    return this.db.prepare(sql).all(...args) as (ProfileSummary & { id: number })[];
   }
 
   /** The last row id: where a live list starts. */
   lastId(): number {
     return (this.stmts.span.get() as { last: number | null }).last ?? 0;
-  }
-
-  private whereOf(filter: SearchFilter): { where: string[]; args: unknown[] } {
-    const where: string[] = [];
-    const args: unknown[] = [];
-    const add = (sql: string, value: unknown) => {
-      where.push(sql);
-      args.push(value);
-    };
-    if (filter.ip) add('ip = ?', filter.ip);
-    if (filter.method) add('method = ?', filter.method.toUpperCase());
-    if (filter.status !== undefined) add('status = ?', filter.status);
-    if (filter.statusFrom !== undefined) add('status >= ?', filter.statusFrom);
-    if (filter.statusTo !== undefined) add('status <= ?', filter.statusTo);
-    if (filter.minDuration !== undefined) add('duration >= ?', filter.minDuration);
-    if (filter.url) add("url LIKE ? ESCAPE '\\'", `%${filter.url.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
-    if (filter.from !== undefined) add('time >= ?', filter.from);
-    if (filter.to !== undefined) add('time <= ?', filter.to);
-    if (filter.type) add('type = ?', filter.type);
-    if (filter.before) {
-      const id = this.stmts.idOf.get(filter.before);
-      if (id !== undefined) add('id < ?', id);
-    }
-    return { where, args };
   }
 
   /**
@@ -251,6 +189,10 @@ export class ProfileStore {
     return { ...row, bytes: pages * size, file: this.file };
   }
 
+  get location(): string {
+    return this.file;
+  }
+
   close(): void {
     if (this.db.open) this.db.close();
   }
@@ -270,14 +212,4 @@ function ownOnly(file: string): void {
       // Not there yet, or not ours to change: SQLite then says what it can do with it.
     }
   }
-}
-
-function encode(json: string): [number, string | Buffer] {
-  if (json.length < COMPRESS_FROM) return [ENCODING_JSON, json];
-  return [ENCODING_DEFLATE, deflateRawSync(json, { level: 1 })];
-}
-
-function decode(encoding: number, data: Buffer | string): string {
-  if (encoding === ENCODING_DEFLATE) return inflateRawSync(data as Buffer).toString('utf8');
-  return typeof data === 'string' ? data : data.toString('utf8');
 }

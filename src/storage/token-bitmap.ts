@@ -29,6 +29,11 @@ export class TokenBitmap {
     Atomics.or(this.bits, s >>> 3, 1 << (s & 7));
   }
 
+  /** Forget every token (a new slot of a shared store starts from what is stored under it). */
+  clear(): void {
+    this.bits.fill(0);
+  }
+
   delete(token: string): void {
     const s = TokenBitmap.slot(token);
     Atomics.and(this.bits, s >>> 3, ~(1 << (s & 7)) & 0xff);

@@ -7,7 +7,7 @@ export type WriterOptions = QueueOptions & PanelOptions;
 
 /** Messages to the writer thread. Those with a seq are answered, and the caller waits. */
 export type ToWriter =
-  | { type: 'open'; id: number; options: WriterOptions; bits: SharedArrayBuffer; backlog: SharedArrayBuffer }
+  | { type: 'open'; id: number; options: WriterOptions; bits: SharedArrayBuffer; backlog: SharedArrayBuffer; slot: SharedArrayBuffer }
   | { type: 'profiles'; id: number; items: Captured[] }
   | { type: 'flush'; id: number; seq: number }
   | { type: 'close'; id: number; seq: number };

@@ -4,7 +4,10 @@ import { workerData, type MessagePort } from 'node:worker_threads';
 import { buildProfile, onceEach } from '../collectors/build.js';
 import { corePanels } from '../collectors/index.js';
 import { snapshotOf, type Captured } from '../recording/snapshot.js';
+import { PgSink } from './pg-sink.js';
+import { isPostgresUrl } from './location.js';
 import { WriteQueue } from './queue.js';
+import { SqliteSink } from './sink.js';
 import { TokenBitmap } from './token-bitmap.js';
 import { SIGNAL, type FromWriter, type ToWriter } from './writer-protocol.js';
 
@@ -22,13 +25,17 @@ function reply(seq: number, value: number): void {
 
 const weigh = (c: Captured) => c.size;
 
+/** A bug here must not end the thread, nor leave a caller waiting for its answer. */
+function failed(msg: ToWriter, err: unknown): void {
+  if ('id' in msg) send({ type: 'notice', id: msg.id, message: `profiler writer failed: ${(err as Error)?.stack ?? err}` });
+  if ('seq' in msg) reply(msg.seq, 0);
+}
+
 port.on('message', (msg: ToWriter) => {
   try {
     handle(msg);
   } catch (err) {
-    // A bug here must not end the thread, nor leave a caller waiting for its answer.
-    if ('id' in msg) send({ type: 'notice', id: msg.id, message: `profiler writer failed: ${(err as Error).stack ?? err}` });
-    if ('seq' in msg) reply(msg.seq, 0);
+    failed(msg, err);
   }
 });
 
@@ -41,17 +48,32 @@ function handle(msg: ToWriter): void {
       // What waits for this profiler, in bytes: added as its captures are handed over, taken back as they are stored or dropped.
       const backlog = new Int32Array(msg.backlog);
       const account = (bytes: number) => Atomics.add(backlog, 0, bytes);
-      queues.set(msg.id, new WriteQueue(options, new TokenBitmap(msg.bits), (c: Captured) => buildProfile(snapshotOf(c), corePanels, options, tellPanel), tell, account, weigh));
+      const taken = new TokenBitmap(msg.bits);
+      const sink = isPostgresUrl(options.database)
+        ? (told: typeof tell) => new PgSink({ url: options.database, schema: options.schema, instance: options.instance }, taken, new Int32Array(msg.slot), told)
+        : (told: typeof tell) => new SqliteSink(options.database, taken, told);
+      const build = (c: Captured) => {
+        const profile = buildProfile(snapshotOf(c), corePanels, options, tellPanel);
+        profile.instance = options.instance;
+        return profile;
+      };
+      queues.set(msg.id, new WriteQueue(options, sink, build, tell, account, weigh));
       return;
     }
     case 'profiles':
       return queues.get(msg.id)?.push(msg.items);
-    case 'flush':
-      return reply(msg.seq, queues.get(msg.id)?.flush(true) ?? 0);
-    case 'close':
-      queues.get(msg.id)?.close();
+    case 'flush': {
+      const queue = queues.get(msg.id);
+      if (!queue) return reply(msg.seq, 0);
+      void queue.flush(true).then((n) => reply(msg.seq, n), (err) => failed(msg, err));
+      return;
+    }
+    case 'close': {
+      const queue = queues.get(msg.id);
       queues.delete(msg.id);
-      return reply(msg.seq, 0);
+      void Promise.resolve(queue?.close()).then(() => reply(msg.seq, 0), (err) => failed(msg, err));
+      return;
+    }
   }
 }
 

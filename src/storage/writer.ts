@@ -192,6 +192,8 @@ let nextId = 1;
  */
 export class ProfileWriter {
   readonly taken = new TokenBitmap();
+  /** A shared store's token slot for this instance, set by the thread once it has one (-1 until then). */
+  readonly slot = new Int32Array(new SharedArrayBuffer(4)).fill(-1);
   /** Bytes of this profiler's captures not yet stored (on their way, or waiting for storage), shared with the thread. */
   private readonly backlog = new Int32Array(new SharedArrayBuffer(4));
   private pending: Captured[] = [];
@@ -205,7 +207,7 @@ export class ProfileWriter {
 
   /** Asks the thread to open the store, without waiting for it. */
   constructor(options: WriterOptions, private readonly tell: (message: string) => void) {
-    this.thread.open({ type: 'open', id: this.id, options, bits: this.taken.buffer, backlog: this.backlog.buffer as SharedArrayBuffer }, tell);
+    this.thread.open({ type: 'open', id: this.id, options, bits: this.taken.buffer, backlog: this.backlog.buffer as SharedArrayBuffer, slot: this.slot.buffer as SharedArrayBuffer }, tell);
   }
 
   /** The thread could not be started: requests are not recorded any more. */

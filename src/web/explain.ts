@@ -33,7 +33,7 @@ export class ExplainRegistry {
   async explain(token: string, index: number): Promise<ExplainResult> {
     const refs = this.byToken.get(token);
     if (refs === undefined) {
-      return { ok: false, reason: `This request's queries can no longer be explained: only the last ${KEPT_REQUESTS} requests with queries of this process can be, while their connections are open.` };
+      return { ok: false, reason: `This request's queries can no longer be explained: only the last ${KEPT_REQUESTS} requests with queries that this instance served can be, while their connections are open.` };
     }
     const ref = refs[index];
     if (ref === undefined || !SELECT.test(ref.sql)) return { ok: false, reason: 'Only a SELECT can be explained.' };

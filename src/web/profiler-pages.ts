@@ -4,7 +4,7 @@ import { routeTable } from '../errors/routes.js';
 import type { ResolvedOptions } from '../options.js';
 import { isToken, profileLink } from '../recording/token.js';
 import type { Profile } from '../storage/profile.js';
-import type { ProfileStore } from '../storage/store.js';
+import { StorageUnavailable, type ProfileReader } from '../storage/reader.js';
 import { checkAccess, exchangeQuerySecret, type Verdict } from './access.js';
 import { parseSearch } from './search-params.js';
 import { renderToolbar } from './toolbar.js';
@@ -21,7 +21,7 @@ export interface PagesDeps {
   /** The SELECTs of recent requests, by reference, for EXPLAIN. */
   explainable: ExplainRegistry;
   /** The store as it is: a page never waits for the writer (a profile a few ms old may not be there yet). */
-  store(): ProfileStore | undefined;
+  store(): ProfileReader | undefined;
 }
 
 /** Live lists open at once, per profiler: each polls the store. */
@@ -52,20 +52,25 @@ export function profilerPages(deps: PagesDeps) {
     sendPage(res, status, 'profiler/message', { title, message, ...extra });
   }
 
-  function withStore(req: Request, res: Response): ProfileStore | undefined {
+  function withStore(req: Request, res: Response): ProfileReader | undefined {
     const store = deps.store();
-    if (!store) fail(req, res, 503, 'Storage unavailable', 'The profiler cannot open its storage right now; the application keeps serving. Its log says why.');
+    if (!store) unavailable(req, res);
     return store;
   }
 
-  function list(req: Request, res: Response, mode: 'list' | 'search') {
+  function unavailable(req: Request, res: Response, why = 'Its log says why.') {
+    res.setHeader('Retry-After', '2');
+    fail(req, res, 503, 'Storage unavailable', `The profiler cannot read its storage right now; the application keeps serving. ${why}`);
+  }
+
+  async function list(req: Request, res: Response, mode: 'list' | 'search') {
     const parsed = parseSearch(req);
     if (!parsed.ok) return fail(req, res, 400, 'Invalid search', parsed.error, { nav: mode });
     const store = withStore(req, res);
     if (!store) return;
     const { filter, form } = parsed;
     // One more than asked tells whether an older page exists.
-    const rows = store.find({ ...filter, limit: filter.limit + 1 });
+    const rows = await store.find({ ...filter, limit: filter.limit + 1 });
     const more = rows.length > filter.limit;
     if (more) rows.pop();
     // Slowest first has no "older" page: `before` pages by arrival.
@@ -74,13 +79,15 @@ export function profilerPages(deps: PagesDeps) {
       res.json({ profiles: rows, filter: form, next: older ? `${req.baseUrl}${req.path}${older}` : null });
       return;
     }
-    sendPage(res, 200, 'profiler/list', { title: mode === 'list' ? 'Latest requests' : 'Search', nav: mode, rows, form, older, mode, paged: Boolean(filter.before) });
+    // Which instance served each request: always on a shared store, else once a file holds several.
+    const instances = store.shared || rows.some((r) => r.instance !== rows[0].instance) || Boolean(form.instance);
+    sendPage(res, 200, 'profiler/list', { title: mode === 'list' ? 'Latest requests' : 'Search', nav: mode, rows, form, older, mode, paged: Boolean(filter.before), instances });
   }
 
   async function profilePage(req: Request, res: Response, token: string) {
     const store = withStore(req, res);
     if (!store) return;
-    const profile = store.read(token);
+    const profile = await store.read(token);
     if (!profile) {
       res.setHeader('Retry-After', '1');
       return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}". A request that has just finished is written within a moment: reload. Otherwise it was pruned, dropped while storage was behind, or recorded by another server.`, { token });
@@ -104,7 +111,7 @@ export function profilerPages(deps: PagesDeps) {
     const replay = panelId === 'request' ? replayOf(profile) : undefined;
     // Recent requests with the same method and path, to set beside this one.
     const pathOnly = profile.url.replace(/^[a-z]+:\/\/[^/]*/i, '').replace(/[?#].*$/, '');
-    const compareWith = store.find({ method: profile.method, url: pathOnly, limit: 11 }).filter((p) => p.token !== token).slice(0, 10);
+    const compareWith = (await store.find({ method: profile.method, url: pathOnly, limit: 11 })).filter((p) => p.token !== token).slice(0, 10);
     sendPage(res, 200, 'profiler/profile', {
       explained,
       compareWith,
@@ -135,8 +142,9 @@ export function profilerPages(deps: PagesDeps) {
     } as typeof res.writeHead;
     const verdict = checkAccess(req, options);
     const failed = (err: unknown) => {
-      if (!res.headersSent) fail(req, res, 500, 'Profiler error', String(err));
-      else res.destroy();
+      if (res.headersSent) res.destroy();
+      else if (err instanceof StorageUnavailable) unavailable(req, res, (err as Error).message);
+      else fail(req, res, 500, 'Profiler error', String(err));
     };
     if ('then' in verdict) {
       verdict.then((v) => route(req, res, v), failed).then(undefined, failed);
@@ -169,14 +177,7 @@ export function profilerPages(deps: PagesDeps) {
     if (path === '/_profiler/stream') return stream(req, res);
     if (path === '/_profiler/latest') {
       const type = typeof req.query.type === 'string' && /^[a-z]{1,20}$/.test(req.query.type) ? req.query.type : 'request';
-      const store = withStore(req, res);
-      if (!store) return;
-      const token = store.latest(type);
-      if (!token) return fail(req, res, 404, 'No profiles', 'Nothing has been recorded yet: make a request to the application, then come back.');
-      const keep = new URLSearchParams();
-      if (typeof req.query.panel === 'string') keep.set('panel', req.query.panel);
-      keep.set('type', type);
-      return res.redirect(302, `/_profiler/${token}?${keep}`);
+      return latest(req, res, type);
     }
     const wdt = /^\/_wdt\/([^/]*)$/.exec(path);
     if (wdt) return toolbar(req, res, wdt[1]);
@@ -196,12 +197,23 @@ export function profilerPages(deps: PagesDeps) {
       : `The profiler has no page at ${shown}.`);
   }
 
+  async function latest(req: Request, res: Response, type: string) {
+    const store = withStore(req, res);
+    if (!store) return;
+    const token = await store.latest(type);
+    if (!token) return fail(req, res, 404, 'No profiles', 'Nothing has been recorded yet: make a request to the application, then come back.');
+    const keep = new URLSearchParams();
+    if (typeof req.query.panel === 'string') keep.set('panel', req.query.panel);
+    keep.set('type', type);
+    res.redirect(302, `/_profiler/${token}?${keep}`);
+  }
+
   /**
    * The live list: each profile stored after the stream opened (or after Last-Event-ID, on a
    * reconnect), as a Server-Sent Event, read from the store every POLL_MS, so that profiles another
    * process writes to the same file come too. The search filters apply.
    */
-  function stream(req: Request, res: Response) {
+  async function stream(req: Request, res: Response) {
     const parsed = parseSearch(req);
     if (!parsed.ok) return fail(req, res, 400, 'Invalid search', parsed.error);
     if (streams >= MAX_STREAMS) {
@@ -212,16 +224,20 @@ export function profilerPages(deps: PagesDeps) {
     if (!store) return;
     const filter = { ...parsed.filter, before: undefined, sort: undefined, limit: 200 };
     const resumed = Number(req.headers['last-event-id']);
-    let last = Number.isSafeInteger(resumed) && resumed >= 0 ? resumed : store.lastId();
+    let last = Number.isSafeInteger(resumed) && resumed >= 0 ? resumed : await store.lastId();
     const head = { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' };
     if (req.method === 'HEAD') return void res.writeHead(200, head).end();
     streams++;
     res.writeHead(200, head);
     res.write('retry: 2000\n\n');
     let quiet = 0;
-    const tick = () => {
+    let timer: NodeJS.Timeout | undefined;
+    let open = true;
+    // Each poll starts once the last has answered: a slow database is never asked twice at once.
+    const tick = async () => {
       try {
-        const rows = deps.store()?.since(last, filter) ?? [];
+        const rows = (await deps.store()?.since(last, filter)) ?? [];
+        if (!open) return;
         for (const { id, ...summary } of rows) {
           res.write(`id: ${id}\nevent: profile\ndata: ${JSON.stringify(summary)}\n\n`);
           last = id;
@@ -233,22 +249,25 @@ export function profilerPages(deps: PagesDeps) {
           res.write(': still here\n\n');
         }
       } catch (err) {
+        // The browser reconnects after `retry`, from the last id it saw.
         res.end(`event: error\ndata: ${JSON.stringify(String((err as Error)?.message ?? err))}\n\n`);
+        return;
       }
+      if (open) timer = setTimeout(tick, POLL_MS).unref();
     };
-    const timer = setInterval(tick, POLL_MS);
-    timer.unref();
+    timer = setTimeout(tick, POLL_MS).unref();
     res.on('close', () => {
-      clearInterval(timer);
+      open = false;
+      clearTimeout(timer);
       streams--;
     });
   }
 
   /** The raw V8 profile, as Chrome DevTools and speedscope open it. */
-  function cpuDownload(req: Request, res: Response, token: string) {
+  async function cpuDownload(req: Request, res: Response, token: string) {
     const store = withStore(req, res);
     if (!store) return;
-    const raw = store.read(token)?.collectors.cpuprofile;
+    const raw = (await store.read(token))?.collectors.cpuprofile;
     if (raw === undefined) return fail(req, res, 404, 'No CPU profile', `Profile "${token}" has no CPU profile: ask for one with the header X-Debug-Profile: cpu, or the toolbar's "Profile the next page load".`);
     res.setHeader('Content-Type', 'application/json');
     res.setHeader('Content-Disposition', `attachment; filename="${token}.cpuprofile"`);
@@ -257,12 +276,11 @@ export function profilerPages(deps: PagesDeps) {
   }
 
   /** Two profiles side by side; the JSON twin lists what differs. */
-  function comparePage(req: Request, res: Response, a: string, b: string) {
+  async function comparePage(req: Request, res: Response, a: string, b: string) {
     if (!isToken(b)) return fail(req, res, 404, 'Profile not found', `"${b}" is not a token: tokens are 6 to 32 lowercase hex characters.`);
     const store = withStore(req, res);
     if (!store) return;
-    const left = store.read(a);
-    const right = store.read(b);
+    const [left, right] = await Promise.all([store.read(a), store.read(b)]);
     const missing = !left ? a : !right ? b : undefined;
     if (missing !== undefined) return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${missing}".`, { token: missing });
     const sections = compareProfiles(left!, right!);
@@ -272,10 +290,10 @@ export function profilerPages(deps: PagesDeps) {
   }
 
   /** The request (or, with ?call=N, its outgoing call N) as a command to send it again: text/plain. */
-  function replayPage(req: Request, res: Response, token: string, as: 'curl' | 'fetch') {
+  async function replayPage(req: Request, res: Response, token: string, as: 'curl' | 'fetch') {
     const store = withStore(req, res);
     if (!store) return;
-    const profile = store.read(token);
+    const profile = await store.read(token);
     if (!profile) return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}".`);
     const call = typeof req.query.call === 'string' ? req.query.call : undefined;
     const target = call === undefined ? replayOf(profile) : /^\d{1,4}$/.test(call) ? callReplayOf(profile, Number(call)) : undefined;
@@ -293,9 +311,11 @@ export function profilerPages(deps: PagesDeps) {
     sendPage(res, 200, 'profiler/explain', { title: `Query plan · ${token} #${n}`, token, n, plan: result.plan, driver: result.driver, sql: redactStatement(result.sql, undefined, options.redactKeys).sql });
   }
 
-  function toolbar(req: Request, res: Response, token: string) {
+  async function toolbar(req: Request, res: Response, token: string) {
     if (!isToken(token)) return fail(req, res, 404, 'Profile not found', 'Not a token.');
-    const profile = deps.store()?.read(token);
+    const store = withStore(req, res);
+    if (!store) return;
+    const profile = await store.read(token);
     if (!profile) return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}".`);
     const summary = toolbarSummary(profile);
     if (wantsJson(req)) return void res.json(summary);

@@ -57,6 +57,11 @@ export function parseSearch(req: Request): Parsed {
     else filter.to = t;
     form[key] = value;
   }
+  const instance = one(q.instance);
+  if (instance) {
+    if (instance.length > 200) return { ok: false, error: 'instance: at most 200 characters.' };
+    filter.instance = form.instance = instance;
+  }
   const type = one(q.type);
   if (type) {
     if (!/^[a-z]{1,20}$/.test(type)) return { ok: false, error: 'type: a word such as "request".' };

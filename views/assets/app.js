@@ -59,6 +59,7 @@
     if (live && window.EventSource) {
       var body = live.querySelector('tbody');
       var limit = Number(live.getAttribute('data-limit')) || 50;
+      var instances = live.hasAttribute('data-instances');
       var toggle = document.querySelector('[data-live-toggle]');
       var state = document.querySelector('[data-live-state]');
       var waiting = [];
@@ -80,6 +81,7 @@
         cell(tr, p.method, 'mono');
         link(cell(tr, '', 'url'), '/_profiler/' + p.token, p.url);
         cell(tr, p.ip, 'mono');
+        if (instances) cell(tr, p.instance || '', 'mono');
         var time = document.createElement('time');
         time.dateTime = new Date(p.time).toISOString();
         time.textContent = 'just now';

@@ -1,0 +1,90 @@
+import type { PoolClient } from 'pg';
+
+/**
+ * Migrations of the PostgreSQL store, applied in order inside its own schema (the connection's
+ * search_path): append, never edit. The version is kept in the schema's `meta` table.
+ */
+const MIGRATIONS: string[] = [
+  `CREATE TABLE profiles (
+     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+     -- "C": byte order, so that one instance's tokens (a common prefix) are a range of the index.
+     token text COLLATE "C" NOT NULL UNIQUE,
+     parent text,
+     ip text NOT NULL,
+     method text NOT NULL,
+     url text NOT NULL,
+     status integer NOT NULL,
+     time bigint NOT NULL,
+     duration double precision NOT NULL,
+     type text NOT NULL DEFAULT 'request',
+     instance text
+   );
+   CREATE INDEX profiles_time ON profiles (time);
+   -- Panel data lives apart so that list and search scans read only the small index rows.
+   CREATE TABLE profile_data (
+     id bigint PRIMARY KEY REFERENCES profiles (id) ON DELETE CASCADE,
+     encoding smallint NOT NULL,
+     data bytea NOT NULL
+   );
+   -- Each running instance holds a slot: the first four hex characters of the tokens it draws.
+   CREATE SEQUENCE instance_slot AS integer MINVALUE 0 MAXVALUE 65535 CYCLE;
+   CREATE TABLE instances (
+     slot integer PRIMARY KEY,
+     owner text NOT NULL,
+     name text NOT NULL,
+     started bigint NOT NULL,
+     seen bigint NOT NULL
+   );`,
+];
+
+export const PG_SCHEMA_VERSION = MIGRATIONS.length;
+
+const quoted = (name: string) => `"${name.replace(/"/g, `""`)}"`;
+
+/**
+ * Create or upgrade the schema, one instance at a time (a transaction-scoped advisory lock): the
+ * others wait a moment, then find it done. Touches nothing outside `schema`, except pg_trgm,
+ * which is created in `schema` too when it is not installed yet and the role may create it.
+ */
+export async function migratePg(client: PoolClient, schema: string, lockKey: (name: string) => string): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query(`SELECT pg_advisory_xact_lock(${lockKey('migrate')})`);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoted(schema)}`);
+    await client.query(`SET LOCAL search_path TO ${quoted(schema)}`);
+    await client.query('CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL)');
+    const row = (await client.query("SELECT value FROM meta WHERE key = 'version'")).rows[0] as { value: string } | undefined;
+    const current = row ? Number(row.value) : 0;
+    if (current > PG_SCHEMA_VERSION) {
+      throw new Error(`profiler schema "${schema}" has version ${current}, newer than this version knows (${PG_SCHEMA_VERSION})`);
+    }
+    for (let v = current; v < PG_SCHEMA_VERSION; v++) await client.query(MIGRATIONS[v]);
+    if (current < PG_SCHEMA_VERSION) {
+      await client.query("INSERT INTO meta (key, value) VALUES ('version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", [String(PG_SCHEMA_VERSION)]);
+    }
+    await urlIndex(client, schema);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
+}
+
+/**
+ * A trigram index makes "URL contains" an index search instead of a scan. pg_trgm ships with
+ * PostgreSQL and is a trusted extension (the database's owner may create it); where it cannot
+ * be had, search scans, which stays usable at the default retention.
+ */
+async function urlIndex(client: PoolClient, schema: string): Promise<void> {
+  const exists = (await client.query("SELECT to_regclass('profiles_url_trgm') IS NOT NULL AS found")).rows[0] as { found: boolean };
+  if (exists.found) return;
+  await client.query('SAVEPOINT trgm');
+  try {
+    await client.query(`CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA ${quoted(schema)}`);
+    const ns = (await client.query("SELECT n.nspname FROM pg_opclass c JOIN pg_namespace n ON n.oid = c.opcnamespace WHERE c.opcname = 'gin_trgm_ops' LIMIT 1")).rows[0] as { nspname: string };
+    await client.query(`CREATE INDEX profiles_url_trgm ON profiles USING gin (url ${quoted(ns.nspname)}.gin_trgm_ops)`);
+    await client.query('RELEASE SAVEPOINT trgm');
+  } catch {
+    await client.query('ROLLBACK TO SAVEPOINT trgm');
+  }
+}

@@ -1,0 +1,79 @@
+import { decode } from './codec.js';
+import type { Profile, ProfileSummary } from './profile.js';
+
+export interface SearchFilter {
+  ip?: string;
+  method?: string;
+  status?: number;
+  /** Substring of the URL. */
+  url?: string;
+  /** Epoch milliseconds, inclusive. */
+  from?: number;
+  to?: number;
+  type?: string;
+  /** The instance that served it (its name), exactly. */
+  instance?: string;
+  /** Only profiles recorded before this one (paging to older results). */
+  before?: string;
+  /** Newest first (the default), or slowest first. */
+  sort?: 'time' | 'duration';
+  /** A range of statuses, inclusive (500 to 599: the server errors). */
+  statusFrom?: number;
+  statusTo?: number;
+  /** Only requests that took at least this many milliseconds. */
+  minDuration?: number;
+  limit: number;
+}
+
+export const SUMMARY_COLUMNS = 'token, parent, ip, method, url, status, time, duration, type, instance';
+
+/**
+ * The WHERE terms of a search, with `?` placeholders, the same for every store. `like` is the
+ * operator that matches the URL substring without regard to case (SQLite's LIKE is; PostgreSQL
+ * needs ILIKE).
+ */
+export function whereOf(filter: SearchFilter, like: 'LIKE' | 'ILIKE'): { where: string[]; args: unknown[] } {
+  const where: string[] = [];
+  const args: unknown[] = [];
+  const add = (sql: string, value: unknown) => {
+    where.push(sql);
+    args.push(value);
+  };
+  if (filter.ip) add('ip = ?', filter.ip);
+  if (filter.method) add('method = ?', filter.method.toUpperCase());
+  if (filter.status !== undefined) add('status = ?', filter.status);
+  if (filter.statusFrom !== undefined) add('status >= ?', filter.statusFrom);
+  if (filter.statusTo !== undefined) add('status <= ?', filter.statusTo);
+  if (filter.minDuration !== undefined) add('duration >= ?', filter.minDuration);
+  if (filter.url) add(`url ${like} ? ESCAPE '\\'`, `%${filter.url.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+  if (filter.from !== undefined) add('time >= ?', filter.from);
+  if (filter.to !== undefined) add('time <= ?', filter.to);
+  if (filter.type) add('type = ?', filter.type);
+  if (filter.instance) add('instance = ?', filter.instance);
+  // A token that is not stored pages from nowhere: the newest, as without it.
+  if (filter.before) add('id < coalesce((SELECT id FROM profiles WHERE token = ?), 9007199254740991)', filter.before);
+  return { where, args };
+}
+
+/** A search as one statement: the matching summaries in the filter's order. */
+export function findSql(filter: SearchFilter, like: 'LIKE' | 'ILIKE'): { sql: string; args: unknown[] } {
+  const { where, args } = whereOf(filter, like);
+  const order = filter.sort === 'duration' ? 'duration DESC, id DESC' : 'id DESC';
+  return { sql: `SELECT ${SUMMARY_COLUMNS} FROM profiles ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ?`, args: [...args, filter.limit] };
+}
+
+/** Profiles stored after row `id` that match, oldest first: what a live list has not shown yet. */
+export function sinceSql(id: number, filter: SearchFilter, like: 'LIKE' | 'ILIKE'): { sql: string; args: unknown[] } {
+  const { where, args } = whereOf(filter, like);
+  where.push('id > ?');
+  return { sql: `SELECT id, ${SUMMARY_COLUMNS} FROM profiles WHERE ${where.join(' AND ')} ORDER BY id LIMIT ?`, args: [...args, id, filter.limit] };
+}
+
+export const READ_SQL = `SELECT ${SUMMARY_COLUMNS.replace(/(\w+)/g, 'p.$1')}, d.encoding, d.data FROM profiles p LEFT JOIN profile_data d ON d.id = p.id WHERE p.token = ?`;
+
+/** A stored row (summary columns and encoded panel data) as the Profile it was. */
+export function profileOf(row: ProfileSummary & { encoding: number | null; data: Buffer | string | null }): Profile {
+  const { encoding, data, ...summary } = row;
+  const body = data == null ? { collectors: {} } : (JSON.parse(decode(encoding!, data)) as Pick<Profile, 'collectors' | 'collectorErrors'>);
+  return { ...summary, collectors: body.collectors ?? {}, ...(body.collectorErrors ? { collectorErrors: body.collectorErrors } : {}) };
+}
