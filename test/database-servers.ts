@@ -44,22 +44,35 @@ function postgresBinaries(): string | undefined {
   return versions[0] && path.join(dir, versions[0], 'bin');
 }
 
-async function startPostgres(): Promise<{ url: string; stop(): void } | string> {
+export interface PostgresServer {
+  url: string;
+  /** Stop it (fast shutdown: connections are closed) and start it again on the same port and data. */
+  pause(): void;
+  resume(): void;
+  /** Stop it and remove its data. */
+  stop(): void;
+}
+
+/** A PostgreSQL server of its own, on a private port and data directory (the shared-store tests stop and restart one). */
+export async function startPostgres(): Promise<PostgresServer | string> {
   const bin = postgresBinaries();
   if (!bin) return 'no PostgreSQL server at /usr/lib/postgresql/*/bin (apt-get install -y postgresql)';
   const dir = privateDir('wp-pg-', 'postgres');
   const as = (cmd: string, args: string[]) => (root ? execFileSync('runuser', ['-u', 'postgres', '--', path.join(bin, cmd), ...args], { stdio: 'pipe' }) : execFileSync(path.join(bin, cmd), args, { stdio: 'pipe' }));
   const data = path.join(dir, 'data');
   const port = await freePort();
+  const start = () => as('pg_ctl', ['-D', data, '-l', path.join(dir, 'log'), '-w', '-t', '30', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`, 'start']);
   try {
     as('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8']);
-    as('pg_ctl', ['-D', data, '-l', path.join(dir, 'log'), '-w', '-t', '30', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`, 'start']);
+    start();
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     return `PostgreSQL could not be started: ${why(err)}`;
   }
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    pause: () => void as('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']),
+    resume: () => void start(),
     stop() {
       try {
         as('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);

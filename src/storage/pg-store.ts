@@ -110,6 +110,10 @@ export class PgProfileStore implements ProfileReader {
     } catch (err) {
       throw new StorageUnavailable(`cannot reach the profiler database ${withoutPassword(this.options.url)}: ${(err as Error).message}`, { cause: err });
     }
+    // A connection the server closes while it is checked out emits 'error'; unheard, that would
+    // end the thread (the app's own, for the pages). The query under way fails instead.
+    const heard = () => {};
+    client.on('error', heard);
     let broken: unknown;
     try {
       return await fn(client);
@@ -117,6 +121,7 @@ export class PgProfileStore implements ProfileReader {
       broken = isConnectionError(err) ? err : undefined;
       throw isConnectionError(err) ? new StorageUnavailable(`the profiler database ${withoutPassword(this.options.url)} failed: ${(err as Error).message}`, { cause: err }) : err;
     } finally {
+      client.off('error', heard);
       client.release(broken as Error | undefined);
     }
   }

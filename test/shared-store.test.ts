@@ -1,0 +1,293 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { run } from '../src/cli/run.js';
+import { openReader } from '../src/storage/open.js';
+import { startPostgres, type PostgresServer } from './database-servers.js';
+
+const url = inject('pgUrl');
+if (!url) process.stderr.write(`\n!!! SHARED POSTGRESQL STORE TESTS SKIPPED: ${inject('pgMissing')}\n\n`);
+
+interface Instance {
+  name: string;
+  base: string;
+  child: ChildProcess;
+  errors: string[];
+  flush(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+const started: Instance[] = [];
+afterAll(() => {
+  for (const i of started) i.child.kill('SIGKILL');
+});
+
+let schemas = 0;
+const freshSchema = () => `shared_${process.pid}_${++schemas}`;
+
+/** An app instance in a process of its own, writing to `database`. */
+function instance(database: string, schema: string, name: string, maxProfiles?: number): Promise<Instance> {
+  const child = fork(path.resolve('test/fixtures/instance-server.mjs'), [database, schema, name, ...(maxProfiles ? [String(maxProfiles)] : [])], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const errors: string[] = [];
+  const waiting: ((n: number) => void)[] = [];
+  return new Promise((resolve, reject) => {
+    child.on('message', (msg: { type: string; port?: number; message?: string; count?: number }) => {
+      if (msg.type === 'error') errors.push(msg.message!);
+      if (msg.type === 'flushed') waiting.shift()?.(msg.count!);
+      if (msg.type !== 'ready') return;
+      const me: Instance = {
+        name,
+        base: `http://127.0.0.1:${msg.port}`,
+        child,
+        errors,
+        flush: () => new Promise((done) => {
+          waiting.push(done);
+          child.send({ type: 'flush' });
+        }),
+        stop: () => new Promise((done) => {
+          child.once('exit', () => done());
+          child.send({ type: 'stop' });
+        }),
+      };
+      started.push(me);
+      resolve(me);
+    });
+    child.once('exit', (code) => reject(new Error(`instance ${name} exited (${code})`)));
+  });
+}
+
+/** Its token slot known: tokens carry the slot's four characters (10 in all), no longer provisional ones (20). */
+async function slotted(i: Instance): Promise<string> {
+  for (let tries = 0; tries < 100; tries++) {
+    const token = (await fetch(`${i.base}/hello`)).headers.get('x-debug-token')!;
+    if (token.length === 10) return token;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${i.name} never got a token slot: ${i.errors.join('; ')}`);
+}
+
+interface Answer {
+  n: number;
+  to: Instance;
+  status: number;
+  token: string | null;
+  at: number;
+  ms: number;
+}
+
+/**
+ * `total` requests at `concurrency`, request n to instance n % length among those still `up`
+ * (a request refused by an instance that went down goes to the next, as a balancer would).
+ */
+async function load(instances: Instance[], total: number, concurrency: number, up: (i: Instance) => boolean = () => true, onAnswer?: (a: Answer, done: number) => void): Promise<{ answers: Answer[]; refused: number }> {
+  const answers: Answer[] = [];
+  let next = 0;
+  let refused = 0;
+  const worker = async () => {
+    while (next < total) {
+      const n = next++;
+      for (let k = 0; k < instances.length; k++) {
+        const to = instances[(n + k) % instances.length];
+        if (!up(to)) continue;
+        const t = performance.now();
+        try {
+          const res = await fetch(`${to.base}/hello?n=${n}`);
+          await res.arrayBuffer();
+          const answer = { n, to, status: res.status, token: res.headers.get('x-debug-token'), at: Date.now(), ms: performance.now() - t };
+          answers.push(answer);
+          onAnswer?.(answer, answers.length);
+          break;
+        } catch {
+          refused++;
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return { answers, refused };
+}
+
+async function query<T>(database: string, sql: string, params: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: database });
+  await client.connect();
+  try {
+    return (await client.query(sql, params)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
+/** Every answered request is stored exactly once, under the token its response carried, by the instance that answered it. */
+async function expectStored(database: string, schema: string, answers: Answer[]) {
+  const rows = await query<{ token: string; url: string; instance: string }>(database, `SELECT token, url, instance FROM "${schema}".profiles`);
+  const byToken = new Map(rows.map((r) => [r.token, r]));
+  expect(new Set(answers.map((a) => a.token)).size).toBe(answers.length);
+  const wrong = answers.filter((a) => {
+    const row = byToken.get(a.token!);
+    return !row || !row.url.endsWith(`/hello?n=${a.n}`) || row.instance !== a.to.name;
+  });
+  expect(wrong.map((a) => `${a.n} ${a.token} ${JSON.stringify(byToken.get(a.token!))}`)).toEqual([]);
+  return rows;
+}
+
+describe.skipIf(!url)('several instances, one PostgreSQL store', () => {
+  it('a request to one instance is shown by the other: profile, toolbar, list, search by instance, CLI', async () => {
+    const schema = freshSchema();
+    const [a, b] = await Promise.all([instance(url, schema, 'web-a'), instance(url, schema, 'web-b')]);
+    const [ta, tb] = await Promise.all([slotted(a), slotted(b)]);
+    // Each instance draws under a slot of its own: the first four characters differ.
+    expect(ta.slice(0, 4)).not.toBe(tb.slice(0, 4));
+    // B's live list, open before the request A serves.
+    const stream = await fetch(`${b.base}/_profiler/stream`);
+    expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const reader = stream.body!.getReader();
+    const res = await fetch(`${a.base}/page`);
+    const token = res.headers.get('x-debug-token')!;
+    expect(token).toMatch(/^[0-9a-f]{10}$/);
+    expect(token.slice(0, 4)).toBe(ta.slice(0, 4));
+    expect(await a.flush()).toBeGreaterThan(0);
+    let events = '';
+    while (!events.includes(`"token":"${token}"`)) events += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    expect(events).toContain('"instance":"web-a"');
+
+    const profile = await fetch(`${b.base}/_profiler/${token}`, { headers: { accept: 'application/json' } });
+    expect(profile.status).toBe(200);
+    expect(await profile.json()).toMatchObject({ token, method: 'GET', status: 200, instance: 'web-a' });
+    const html = await (await fetch(`${b.base}/_profiler/${token}`)).text();
+    expect(html).toContain('Served by');
+    expect(html).toContain('web-a');
+    expect((await fetch(`${b.base}/_wdt/${token}`)).status).toBe(200);
+    // The link the response carried works whichever instance it lands on.
+    expect((await fetch(res.headers.get('x-debug-token-link')!.replace(a.base, b.base))).status).toBe(200);
+
+    const list = await (await fetch(`${b.base}/_profiler/search?instance=web-a&limit=100`, { headers: { accept: 'application/json' } })).json();
+    expect(list.profiles.length).toBeGreaterThan(0);
+    expect(list.profiles.every((p: { instance: string }) => p.instance === 'web-a')).toBe(true);
+    expect(list.profiles.map((p: { token: string }) => p.token)).toContain(token);
+    const listPage = await (await fetch(`${b.base}/_profiler/`)).text();
+    expect(listPage).toContain('<th scope="col">Instance</th>');
+    expect(listPage).toMatch(/>web-a</);
+    // The URL search is the same on both stores: a substring, regardless of case.
+    const search = await (await fetch(`${b.base}/_profiler/search?url=%2FPAGE`, { headers: { accept: 'application/json' } })).json();
+    expect(search.profiles.map((p: { token: string }) => p.token)).toEqual([token]);
+
+    const out: string[] = [];
+    const err: string[] = [];
+    expect(await run(['list', '--db', url, '--schema', schema, '--limit', '100'], { out: (l) => out.push(l), err: (l) => err.push(l) }, {})).toBe(0);
+    expect(err).toEqual([]);
+    expect(out.find((l) => l.startsWith(token))).toMatch(/GET .*\/page {2}\(web-a\)$/);
+    // The MCP server's connection cannot write: PostgreSQL refuses, whatever is asked.
+    const readOnly = openReader(url, schema, true);
+    expect((await readOnly.read(token))?.instance).toBe('web-a');
+    await expect(readOnly.purge()).rejects.toThrow(/read-only transaction/);
+    await readOnly.close();
+    await Promise.all([a.stop(), b.stop()]);
+    expect([...a.errors, ...b.errors]).toEqual([]);
+  });
+
+  it('10,000 requests over two instances at concurrency 50: each stored exactly once, under the token its response carried', async () => {
+    const schema = freshSchema();
+    const [a, b] = await Promise.all([instance(url, schema, 'web-a'), instance(url, schema, 'web-b')]);
+    await Promise.all([slotted(a), slotted(b)]);
+    const { answers, refused } = await load([a, b], 10_000, 50);
+    expect(refused).toBe(0);
+    expect(answers.filter((x) => x.status !== 200)).toEqual([]);
+    await Promise.all([a.flush(), b.flush()]);
+    await expectStored(url, schema, answers);
+    await Promise.all([a.stop(), b.stop()]);
+    expect([...a.errors, ...b.errors]).toEqual([]);
+  }, 120_000);
+
+  it('an instance killed with SIGKILL mid-load loses at most what it had not handed over; the other keeps serving', async () => {
+    const schema = freshSchema();
+    const [a, b] = await Promise.all([instance(url, schema, 'web-a'), instance(url, schema, 'web-b')]);
+    await Promise.all([slotted(a), slotted(b)]);
+    let killedAt = Infinity;
+    const { answers } = await load([a, b], 4_000, 20, (i) => i !== a || killedAt === Infinity, (_answer, done) => {
+      if (done === 1_500) {
+        a.child.kill('SIGKILL');
+        killedAt = Date.now();
+      }
+    });
+    const fromB = answers.filter((x) => x.to === b);
+    expect(answers.filter((x) => x.status !== 200)).toEqual([]);
+    expect(fromB.length).toBeGreaterThan(2_000);
+    await b.flush();
+    const rows = await query<{ token: string; url: string; instance: string }>(url, `SELECT token, url, instance FROM "${schema}".profiles`);
+    const stored = new Map(rows.map((r) => [r.token, r]));
+    // B lost nothing.
+    await expectStored(url, schema, fromB);
+    // A: everything stored is what it answered, under the right token; what is missing was answered just before the kill.
+    const fromA = answers.filter((x) => x.to === a);
+    const lost = fromA.filter((x) => !stored.has(x.token!));
+    for (const x of fromA) if (stored.has(x.token!)) expect(stored.get(x.token!)!.url).toMatch(new RegExp(`/hello\\?n=${x.n}$`));
+    expect(lost.filter((x) => x.at < killedAt - 1_000)).toEqual([]);
+    expect(rows.filter((r) => r.instance === 'web-a' && /\?n=/.test(r.url)).length).toBe(fromA.length - lost.length);
+    await b.stop();
+    expect(b.errors).toEqual([]);
+  }, 120_000);
+
+  it('retention: two instances keep the store within maxProfiles, pruning in turns, newest kept', async () => {
+    const schema = freshSchema();
+    const [a, b] = await Promise.all([instance(url, schema, 'web-a', 300), instance(url, schema, 'web-b', 300)]);
+    await Promise.all([slotted(a), slotted(b)]);
+    const { answers } = await load([a, b], 1_500, 10);
+    let count = Infinity;
+    for (let tries = 0; tries < 100 && count > 300; tries++) {
+      await Promise.all([a.flush(), b.flush()]);
+      count = (await query<{ n: number }>(url, `SELECT count(*)::int AS n FROM "${schema}".profiles`))[0].n;
+      if (count > 300) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(count).toBeLessThanOrEqual(300);
+    // Oldest first: the newest answers are all still there.
+    const newest = answers.slice(-100);
+    const kept = new Set((await query<{ token: string }>(url, `SELECT token FROM "${schema}".profiles`)).map((r) => r.token));
+    expect(newest.filter((x) => !kept.has(x.token!))).toEqual([]);
+    const data = (await query<{ n: number }>(url, `SELECT count(*)::int AS n FROM "${schema}".profile_data`))[0].n;
+    expect(data).toBe(count);
+    await Promise.all([a.stop(), b.stop()]);
+  }, 120_000);
+});
+
+describe.skipIf(!url)('the shared database stopped and restarted under load', () => {
+  let server: PostgresServer | undefined;
+  afterAll(() => server?.stop());
+
+  it('the apps keep answering, pages say the store is unavailable, and recording resumes with nothing lost', async () => {
+    const started = await startPostgres();
+    if (typeof started === 'string') throw new Error(started);
+    server = started;
+    const schema = freshSchema();
+    const [a, b] = await Promise.all([instance(server.url, schema, 'web-a'), instance(server.url, schema, 'web-b')]);
+    await Promise.all([slotted(a), slotted(b)]);
+    const before = await load([a, b], 500, 10);
+
+    server.pause();
+    const during = await load([a, b], 1_000, 10);
+    const page = await fetch(`${a.base}/_profiler/`, { headers: { accept: 'application/json' } });
+    expect(page.status).toBe(503);
+    expect((await page.json()).detail).toMatch(/cannot reach the profiler database|failed/);
+    server.resume();
+
+    const after = await load([a, b], 500, 10);
+    const all = [...before.answers, ...during.answers, ...after.answers];
+    expect(all.filter((x) => x.status !== 200)).toEqual([]);
+    // The outage cost no request more than a moment: nothing waited for the database.
+    expect(Math.max(...during.answers.map((x) => x.ms))).toBeLessThan(1_000);
+    for (let tries = 0; tries < 50; tries++) {
+      await Promise.all([a.flush(), b.flush()]);
+      const n = (await query<{ n: number }>(server.url, `SELECT count(*)::int AS n FROM "${schema}".profiles`))[0].n;
+      if (n >= all.length + 2) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await expectStored(server.url, schema, all);
+    // Told once, and told when it was over.
+    for (const i of [a, b]) {
+      expect(i.errors.some((m) => /profiler storage failed/.test(m))).toBe(true);
+      expect(i.errors.at(-1)).toMatch(/^profiler storage is writable again: \d+ waiting profiles written$/);
+    }
+    await Promise.all([a.stop(), b.stop()]);
+  }, 180_000);
+});
