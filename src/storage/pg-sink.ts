@@ -93,8 +93,8 @@ export class PgSink implements ProfileSink {
    * its tokens grow a character after millions of requests), and a bit is never cleared for a
    * token that might still be stored.
    */
-  async prune(maxProfiles: number, maxAge: number | undefined, now: number): Promise<number> {
-    return (await this.store.prune(maxProfiles, maxAge, now)).length;
+  async prune(maxProfiles: number, maxAge: number | undefined, now: number): Promise<number | undefined> {
+    return (await this.store.prune(maxProfiles, maxAge, now))?.length;
   }
 
   failed(err: unknown): string[] {

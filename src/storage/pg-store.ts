@@ -197,16 +197,17 @@ export class PgProfileStore implements ProfileReader {
 
   /**
    * One bounded step of retention, by one instance at a time: the others skip it while it runs.
-   * Returns the tokens that went (none when another instance holds the turn).
+   * Returns the tokens that went, or undefined when another instance held the turn.
    */
-  async prune(maxProfiles: number, maxAge: number | undefined, now = Date.now()): Promise<string[]> {
+  async prune(maxProfiles: number, maxAge: number | undefined, now = Date.now()): Promise<string[] | undefined> {
     await this.ready();
     return this.withClient(async (c) => {
       await c.query('BEGIN');
       try {
         const turn = (await c.query(`SELECT pg_try_advisory_xact_lock(${this.lock('prune')}) AS mine`)).rows[0] as { mine: boolean };
-        let gone: string[] = [];
+        let gone: string[] | undefined;
         if (turn.mine) {
+          gone = [];
           // Rows go oldest first and ids only grow, so the id span is the count, read from the index.
           const { first, last } = (await c.query('SELECT min(id) AS first, max(id) AS last FROM profiles')).rows[0] as { first: number | null; last: number | null };
           const chunk = (where: string, value: number) => c.query(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE ${where} ORDER BY id LIMIT ${PRUNE_CHUNK}) RETURNING token`, [value]);

@@ -161,17 +161,19 @@ export class WriteQueue<T> {
 
   private async prune(): Promise<void> {
     const now = Date.now();
-    if (!this.morePrune && now < this.nextPrune) return;
+    if (now < this.nextPrune) return;
     this.nextPrune = now + this.sink.pruneEveryMs;
     const byAge = now >= this.nextAgePrune;
     if (byAge) this.nextAgePrune = now + AGE_PRUNE_EVERY_MS;
     try {
       const gone = await this.sink.prune(this.options.maxProfiles, byAge ? this.options.maxAge : undefined, now);
       // Something went: there may be more, so another bounded step soon, never one long delete.
-      this.morePrune = gone > 0;
+      // Another instance had the turn: ask again later, in case it stops before it is done.
+      this.morePrune = gone !== 0;
+      if (gone) this.nextPrune = now;
       if (this.morePrune) {
         this.nextAgePrune = 0;
-        this.schedule(this.options.flushInterval);
+        this.schedule(gone === undefined ? this.sink.pruneEveryMs : this.options.flushInterval);
       }
     } catch (err) {
       this.failed(err);

@@ -18,8 +18,8 @@ export interface ProfileSink {
   write(rows: StoredProfile[]): Awaitable<void>;
   /** Profiles dropped unwritten (storage was behind for too long). */
   dropped(rows: StoredProfile[]): void;
-  /** One bounded step of retention; returns how many went. */
-  prune(maxProfiles: number, maxAge: number | undefined, now: number): Awaitable<number>;
+  /** One bounded step of retention; returns how many went, or undefined when another instance had the turn. */
+  prune(maxProfiles: number, maxAge: number | undefined, now: number): Awaitable<number | undefined>;
   /** A write or prune failed: what to tell. */
   failed(err: unknown): string[];
   close(): Awaitable<void>;
