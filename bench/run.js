@@ -6,6 +6,9 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ProfileStore } from '../dist/index.js';
+import { PgProfileStore } from '../dist/storage/pg-store.js';
+import { serialise } from '../dist/storage/profile.js';
+import { startPostgres } from '../test/servers.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const work = mkdtempSync(path.join(tmpdir(), 'wp-bench-'));
@@ -21,10 +24,10 @@ const median = (xs) => {
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const round = (x, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 
-function startServer(mode, database, maxProfiles) {
+function startServer(mode, database, maxProfiles, schema) {
   // The debug exception page writes each 500's stack to stderr, as a dev server should: keep it out of the table.
   const log = openSync(path.join(work, 'server.log'), 'a');
-  const child = fork(path.join(here, 'server.js'), [mode, database ?? '', String(maxProfiles ?? 1_000_000)], { execArgv: ['--expose-gc'], stdio: ['ignore', log, log, 'ipc'] });
+  const child = fork(path.join(here, 'server.js'), [mode, database ?? '', String(maxProfiles ?? 1_000_000), ...(schema ? [schema] : [])], { execArgv: ['--expose-gc'], stdio: ['ignore', log, log, 'ipc'] });
   const ask = (type, answer) => new Promise((resolve) => {
     const on = (msg) => {
       if (msg.type === answer) {
@@ -74,10 +77,12 @@ async function load(url, route, { seconds, amount }) {
  * Alternating A/B rounds of the same app, bare and recorded; the ratio is the median of per-round
  * ratios. Then an exact number of requests against a fresh recorded server, to count what it stored.
  */
-async function overhead(name, seconds, amount) {
+async function overhead(name, seconds, amount, pg) {
   const route = ROUTES[name];
+  // The store: a SQLite file of the run's own, or a schema of its own in the run's PostgreSQL.
+  const at = (what) => (pg ? [pg.url, undefined, `bench_${what.replace(/-/g, '_')}`] : [path.join(work, `${what}.sqlite`)]);
   const bare = await startServer('bare');
-  const recorded = await startServer('recorded', path.join(work, `${name}-rounds.sqlite`));
+  const recorded = await startServer('recorded', ...at(`${name}-rounds`));
   await load(bare.url, route, { amount: scale(5000) });
   await load(recorded.url, route, { amount: scale(5000) });
   const rounds = [];
@@ -88,7 +93,7 @@ async function overhead(name, seconds, amount) {
   }
   await bare.stop();
   await recorded.stop();
-  const counted = await startServer('recorded', path.join(work, `${name}.sqlite`));
+  const counted = await startServer('recorded', ...at(name));
   const exact = await load(counted.url, route, { amount });
   const answeredRecorded = exact.answered;
   const stored = await counted.flush();
@@ -155,11 +160,22 @@ async function retention(cap, requests) {
   return { cap, requests, kept: stored.count, fileBytes: stored.fileBytes, usedBytes: stored.bytes };
 }
 
-/** A file of n profiles shaped like real ones, written through the store as the recorder would. */
-function seed(file, n) {
-  const store = ProfileStore.open(file);
+/**
+ * n profiles shaped like real ones, written through the store in batches of 1000 as the writer
+ * thread does: into a SQLite file, or (pg) a schema of the run's PostgreSQL. Returns the
+ * microseconds each profile took to write.
+ */
+async function seed(file, n, pg) {
+  const store = pg ? new PgProfileStore({ url: pg.url, schema: 'bench_ui', max: 1 }) : ProfileStore.open(file);
+  const write = (profiles) => (pg ? store.insert(profiles.map(serialise)) : store.insert(profiles));
   const now = Date.now();
   const batch = [];
+  let writing = 0;
+  const timed = async () => {
+    const t = performance.now();
+    await write(batch.splice(0));
+    writing += performance.now() - t;
+  };
   for (let i = 0; i < n; i++) {
     const status = i % 17 === 0 ? 500 : i % 5 === 0 ? 404 : 200;
     batch.push({
@@ -181,10 +197,11 @@ function seed(file, n) {
         config: { node: process.version, express: '5.x', profiler: '0.1.0', env: {}, debug: true, platform: 'linux x64', pid: 1 },
       },
     });
-    if (batch.length === 1000) store.insert(batch.splice(0));
+    if (batch.length === 1000) await timed();
   }
-  if (batch.length) store.insert(batch.splice(0));
-  store.close();
+  if (batch.length) await timed();
+  await store.close();
+  return round((writing * 1000) / n, 1);
 }
 
 async function timed(url, headers, times) {
@@ -199,14 +216,15 @@ async function timed(url, headers, times) {
   return { median: round(median(durations), 3), p95: round(pct(durations, 95), 3) };
 }
 
-async function ui(n) {
+async function ui(n, pg) {
   const file = path.join(work, 'ui.sqlite');
-  seed(file, n);
-  const server = await startServer('recorded', file);
+  const writeUs = await seed(file, n, pg);
+  const server = pg ? await startServer('recorded', pg.url, undefined, 'bench_ui') : await startServer('recorded', file);
   const token = (0x100000 + Math.floor(n / 2)).toString(16);
   const html = { accept: 'text/html' };
   const out = {
     profiles: n,
+    writeUs,
     list: await timed(`${server.url}/_profiler/`, html, 50),
     search: await timed(`${server.url}/_profiler/search?url=orders%2F4242&limit=50`, html, 50),
     profile: await timed(`${server.url}/_profiler/${token}?panel=request`, html, 50),
@@ -233,6 +251,21 @@ process.stdout.write('retention…\n');
 results.retention = await retention(quick ? 1_000 : 10_000, scale(30_000));
 process.stdout.write('pages with 100,000 stored profiles…\n');
 results.ui = await ui(scale(100_000));
+// The shared store: the same measures against Debian's PostgreSQL, started for the run.
+const pg = await startPostgres();
+if (typeof pg === 'string') {
+  results.pg = { missing: pg };
+  process.stdout.write(`PostgreSQL store not measured: ${pg}\n`);
+} else {
+  try {
+    process.stdout.write('PostgreSQL store: overhead, hello route…\n');
+    const hello = await overhead('hello', quick ? 1 : 5, scale(30_000), pg);
+    process.stdout.write('PostgreSQL store: pages with 100,000 stored profiles…\n');
+    results.pg = { hello, ui: await ui(scale(100_000), pg) };
+  } finally {
+    pg.stop();
+  }
+}
 results.seconds = Math.round((Date.now() - started) / 1000);
 
 const MiB = (b) => `${round(b / 2 ** 20, 1)} MiB`;
@@ -253,6 +286,14 @@ const rows = [
   ['Profile page: median / p95', `${results.ui.profile.median} / ${results.ui.profile.p95} ms`, '', '< 20 ms'],
   ['Debug 404 page: median / p95', `${results.ui.notFoundPage.median} / ${results.ui.notFoundPage.p95} ms`, '', '< 2 ms'],
   ['Debug exception page, 3 causes: median / p95', `${results.ui.exceptionPage.median} / ${results.ui.exceptionPage.p95} ms`, '', '< 5 ms'],
+  ...(results.pg.missing ? [['PostgreSQL store', 'not measured', results.pg.missing, '']] : [
+    ['PostgreSQL store, hello: bare / recorded', `${results.pg.hello.bareRps} / ${results.pg.hello.recordedRps} req/s`, `ratio ${results.pg.hello.ratio}`, `SQLite ${results.hello.ratio}`],
+    ['PostgreSQL store, completeness: answered / stored', `${results.pg.hello.answered} / ${results.pg.hello.stored}`, results.pg.hello.answered === results.pg.hello.stored ? 'none lost' : 'MISMATCH', '0 lost'],
+    ['Writing a profile (batches of 1000): SQLite / PostgreSQL', `${results.ui.writeUs} / ${results.pg.ui.writeUs} µs`, '', ''],
+    ['PostgreSQL list page, 100k profiles: median / p95', `${results.pg.ui.list.median} / ${results.pg.ui.list.p95} ms`, `SQLite ${results.ui.list.median}`, '< 50 ms'],
+    ['PostgreSQL search by URL substring: median / p95', `${results.pg.ui.search.median} / ${results.pg.ui.search.p95} ms`, `SQLite ${results.ui.search.median}`, '< 50 ms'],
+    ['PostgreSQL profile page: median / p95', `${results.pg.ui.profile.median} / ${results.pg.ui.profile.p95} ms`, `SQLite ${results.ui.profile.median}`, '< 20 ms'],
+  ]),
   ['Bytes per profile: hello / realistic', `${results.hello.bytesPerProfile} / ${results.realistic.bytesPerProfile} B`, '', ''],
   [`Retention cap ${results.retention.cap} after ${results.retention.requests} requests`, `${results.retention.kept} kept, file ${MiB(results.retention.fileBytes)}`, '', `≤ ${results.retention.cap}`],
   [`RSS before / after ${results.memory.requests} requests`, `${MiB(results.memory.before)} / ${MiB(results.memory.after)}`, `growth ${MiB(results.memory.growth)}`, '< 64 MiB'],

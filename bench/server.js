@@ -1,5 +1,5 @@
 // A benchmark subject: the same Express app, bare or recorded, in its own process.
-// argv: <bare|recorded> <database> <maxProfiles>. Talks to the runner over IPC.
+// argv: <bare|recorded> <database: a SQLite file or a postgres:// URL> <maxProfiles> [schema]. Talks to the runner over IPC.
 import Database from 'better-sqlite3';
 import express from 'express';
 import http from 'node:http';
@@ -9,10 +9,10 @@ import winston from 'winston';
 import { webProfiler } from '../dist/index.js';
 import { profilerTransport } from '../dist/instruments/winston.js';
 
-const [mode, database, maxProfiles = '1000000'] = process.argv.slice(2);
+const [mode, database, maxProfiles = '1000000', schema = 'web_profiler'] = process.argv.slice(2);
 const app = express();
 const profiler = mode === 'recorded'
-  ? webProfiler({ database, maxProfiles: Number(maxProfiles), maxAge: 365 * 24 * 3600 * 1000, onError: (m) => process.stderr.write(`[bench server] ${m}\n`) })
+  ? webProfiler({ database, schema, maxProfiles: Number(maxProfiles), maxAge: 365 * 24 * 3600 * 1000, onError: (m) => process.stderr.write(`[bench server] ${m}\n`) })
   : undefined;
 if (profiler) app.use(profiler);
 app.use(express.json());
@@ -99,9 +99,15 @@ const server = app.listen(0, '127.0.0.1', () => process.send({ type: 'ready', po
 process.on('message', (msg) => {
   if (msg.type === 'flush') {
     // Let the last batch land, then count what is stored.
-    setTimeout(() => {
+    setTimeout(async () => {
       profiler?.flush();
       const store = profiler?.store();
+      if (store?.shared) {
+        // Tokens are UNIQUE in the table: every row is a distinct token.
+        const stats = await store.stats();
+        process.send({ type: 'flushed', count: stats.profiles, distinct: stats.profiles, bytes: stats.bytes, fileBytes: stats.bytes, rss: process.memoryUsage.rss() });
+        return;
+      }
       const count = store ? store.db.prepare('SELECT count(*) AS n FROM profiles').get().n : 0;
       const distinct = store ? store.db.prepare('SELECT count(DISTINCT token) AS n FROM profiles').get().n : 0;
       store?.db.pragma('wal_checkpoint(TRUNCATE)');

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { run } from '../src/cli/run.js';
 import { openReader } from '../src/storage/open.js';
-import { startPostgres, type PostgresServer } from './database-servers.js';
+import { startPostgres, type PostgresServer } from './servers.js';
 
 const url = inject('pgUrl');
 if (!url) process.stderr.write(`\n!!! SHARED POSTGRESQL STORE TESTS SKIPPED: ${inject('pgMissing')}\n\n`);

@@ -12,7 +12,7 @@ const MIGRATIONS: string[] = [
      parent text,
      ip text NOT NULL,
      method text NOT NULL,
-     url text NOT NULL,
+     url text COLLATE "C" NOT NULL,
      status integer NOT NULL,
      time bigint NOT NULL,
      duration double precision NOT NULL,
@@ -20,6 +20,8 @@ const MIGRATIONS: string[] = [
      instance text
    );
    CREATE INDEX profiles_time ON profiles (time);
+   -- "Compare with…": the same page, any query string (a range in byte order).
+   CREATE INDEX profiles_url ON profiles (url);
    -- Panel data lives apart so that list and search scans read only the small index rows.
    CREATE TABLE profile_data (
      id bigint PRIMARY KEY REFERENCES profiles (id) ON DELETE CASCADE,
@@ -43,8 +45,8 @@ const quoted = (name: string) => `"${name.replace(/"/g, `""`)}"`;
 
 /**
  * Create or upgrade the schema, one instance at a time (a transaction-scoped advisory lock): the
- * others wait a moment, then find it done. Touches nothing outside `schema`, except pg_trgm,
- * which is created in `schema` too when it is not installed yet and the role may create it.
+ * others wait a moment, then find it done. Touches nothing outside `schema`, except that it
+ * installs pg_trgm where it is missing and the role may (see urlIndex).
  */
 export async function migratePg(client: PoolClient, schema: string, lockKey: (name: string) => string): Promise<void> {
   await client.query('BEGIN');
@@ -62,7 +64,7 @@ export async function migratePg(client: PoolClient, schema: string, lockKey: (na
     if (current < PG_SCHEMA_VERSION) {
       await client.query("INSERT INTO meta (key, value) VALUES ('version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", [String(PG_SCHEMA_VERSION)]);
     }
-    await urlIndex(client, schema);
+    await urlIndex(client);
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
@@ -71,16 +73,19 @@ export async function migratePg(client: PoolClient, schema: string, lockKey: (na
 }
 
 /**
- * A trigram index makes "URL contains" an index search instead of a scan. pg_trgm ships with
- * PostgreSQL and is a trusted extension (the database's owner may create it); where it cannot
- * be had, search scans, which stays usable at the default retention.
+ * A trigram index makes "URL contains" an index search instead of a scan (at 100,000 profiles,
+ * about 10 ms instead of 230). pg_trgm ships with PostgreSQL and is a trusted extension. An
+ * extension exists once per database, so it goes where an app's own CREATE EXTENSION would have
+ * put it (public), never in the profiler's schema: the app may use it too, and dropping the
+ * profiler's schema must not take it away. Where it cannot be had (no right to create it in
+ * public), search scans, which stays quick at the default retention of 10,000.
  */
-async function urlIndex(client: PoolClient, schema: string): Promise<void> {
+async function urlIndex(client: PoolClient): Promise<void> {
   const exists = (await client.query("SELECT to_regclass('profiles_url_trgm') IS NOT NULL AS found")).rows[0] as { found: boolean };
   if (exists.found) return;
   await client.query('SAVEPOINT trgm');
   try {
-    await client.query(`CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA ${quoted(schema)}`);
+    await client.query('CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public');
     const ns = (await client.query("SELECT n.nspname FROM pg_opclass c JOIN pg_namespace n ON n.oid = c.opcnamespace WHERE c.opcname = 'gin_trgm_ops' LIMIT 1")).rows[0] as { nspname: string };
     await client.query(`CREATE INDEX profiles_url_trgm ON profiles USING gin (url ${quoted(ns.nspname)}.gin_trgm_ops)`);
     await client.query('RELEASE SAVEPOINT trgm');

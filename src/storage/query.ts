@@ -7,6 +7,8 @@ export interface SearchFilter {
   status?: number;
   /** Substring of the URL. */
   url?: string;
+  /** The same page: the URL up to its query string, exactly (any query string). */
+  page?: string;
   /** Epoch milliseconds, inclusive. */
   from?: number;
   to?: number;
@@ -46,6 +48,11 @@ export function whereOf(filter: SearchFilter, like: 'LIKE' | 'ILIKE'): { where: 
   if (filter.statusTo !== undefined) add('status <= ?', filter.statusTo);
   if (filter.minDuration !== undefined) add('duration >= ?', filter.minDuration);
   if (filter.url) add(`url ${like} ? ESCAPE '\\'`, `%${filter.url.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+  if (filter.page) {
+    // Equal, or equal up to a '?': a range of the URL index ('@' follows '?' in byte order).
+    where.push('(url = ? OR (url >= ? AND url < ?))');
+    args.push(filter.page, `${filter.page}?`, `${filter.page}@`);
+  }
   if (filter.from !== undefined) add('time >= ?', filter.from);
   if (filter.to !== undefined) add('time <= ?', filter.to);
   if (filter.type) add('type = ?', filter.type);

@@ -1,0 +1,15 @@
+export declare const root: boolean;
+export declare const freePort: () => Promise<number>;
+export declare function privateDir(prefix: string, user: string): string;
+export declare const why: (err: unknown) => string;
+
+export interface PostgresServer {
+  url: string;
+  /** Stop it (fast shutdown: connections are closed) and start it again on the same port and data. */
+  pause(): void;
+  resume(): void;
+  /** Stop it and remove its data. */
+  stop(): void;
+}
+
+export declare function startPostgres(): Promise<PostgresServer | string>;

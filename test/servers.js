@@ -1,0 +1,72 @@
+// Private database servers for the tests and the bench: Debian's PostgreSQL (and helpers MariaDB
+// uses too), on free ports and in directories of their own. Plain JavaScript, so that the bench,
+// which runs without a compiler, starts the same server the tests do.
+import { execFileSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir, userInfo } from 'node:os';
+import path from 'node:path';
+
+export const root = userInfo().uid === 0;
+
+/** @returns {Promise<number>} */
+export const freePort = () => new Promise((resolve, reject) => {
+  const server = createServer().listen(0, '127.0.0.1', () => {
+    const { port } = server.address();
+    server.close(() => resolve(port));
+  }).on('error', reject);
+});
+
+/** A private directory for a server that runs as `user` (initdb and mariadbd refuse to run as root). */
+export function privateDir(prefix, user) {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  if (root) {
+    chownSync(dir, Number(execFileSync('id', ['-u', user]).toString().trim()), Number(execFileSync('id', ['-g', user]).toString().trim()));
+    chmodSync(dir, 0o700);
+  }
+  return dir;
+}
+
+export const why = (err) => err?.stderr?.toString().trim() || err?.message || String(err);
+
+/** Debian's PostgreSQL server binaries: /usr/lib/postgresql/<version>/bin, the newest first. */
+function postgresBinaries() {
+  const dir = '/usr/lib/postgresql';
+  if (!existsSync(dir)) return undefined;
+  const versions = readdirSync(dir).filter((v) => existsSync(path.join(dir, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+  return versions[0] && path.join(dir, versions[0], 'bin');
+}
+
+/**
+ * A PostgreSQL server of its own, on a private port and data directory; or why there is none.
+ * pause() stops it (fast shutdown: connections are closed), resume() starts it again on the same
+ * port and data, stop() stops it and removes its data.
+ */
+export async function startPostgres() {
+  const bin = postgresBinaries();
+  if (!bin) return 'no PostgreSQL server at /usr/lib/postgresql/*/bin (apt-get install -y postgresql)';
+  const dir = privateDir('wp-pg-', 'postgres');
+  const as = (cmd, args) => (root ? execFileSync('runuser', ['-u', 'postgres', '--', path.join(bin, cmd), ...args], { stdio: 'pipe' }) : execFileSync(path.join(bin, cmd), args, { stdio: 'pipe' }));
+  const data = path.join(dir, 'data');
+  const port = await freePort();
+  const start = () => as('pg_ctl', ['-D', data, '-l', path.join(dir, 'log'), '-w', '-t', '30', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`, 'start']);
+  try {
+    as('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8']);
+    start();
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    return `PostgreSQL could not be started: ${why(err)}`;
+  }
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    pause: () => void as('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']),
+    resume: () => void start(),
+    stop() {
+      try {
+        as('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
