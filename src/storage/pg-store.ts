@@ -79,6 +79,8 @@ export class PgProfileStore implements ProfileReader {
       statement_timeout: 10_000,
       query_timeout: 12_000,
       idleTimeoutMillis: 30_000,
+      // Idle connections never keep an app's process alive (one that exits without close()).
+      allowExitOnIdle: true,
       keepAlive: true,
       application_name: 'express-web-profiler',
       options: `-c search_path=${options.schema}${options.readOnly ? ' -c default_transaction_read_only=on' : ''}`,

@@ -9,6 +9,8 @@ export interface SearchFilter {
   url?: string;
   /** The same page: the URL up to its query string, exactly (any query string). */
   page?: string;
+  /** Only among the newest this many profiles: a bound on what a search without an index reads. */
+  newest?: number;
   /** Epoch milliseconds, inclusive. */
   from?: number;
   to?: number;
@@ -53,6 +55,7 @@ export function whereOf(filter: SearchFilter, like: 'LIKE' | 'ILIKE'): { where: 
     where.push('(url = ? OR (url >= ? AND url < ?))');
     args.push(filter.page, `${filter.page}?`, `${filter.page}@`);
   }
+  if (filter.newest !== undefined) add('id > (SELECT coalesce(max(id), 0) FROM profiles) - ?', filter.newest);
   if (filter.from !== undefined) add('time >= ?', filter.from);
   if (filter.to !== undefined) add('time <= ?', filter.to);
   if (filter.type) add('type = ?', filter.type);

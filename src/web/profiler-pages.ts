@@ -109,9 +109,10 @@ export function profilerPages(deps: PagesDeps) {
     const asking = panelId === 'db' && typeof req.query.explain === 'string' && /^\d{1,4}$/.test(req.query.explain) ? Number(req.query.explain) : undefined;
     const explained = asking === undefined ? undefined : { n: asking, ...(await deps.explainable.explain(token, asking)) };
     const replay = panelId === 'request' ? replayOf(profile) : undefined;
-    // Recent requests with the same method and page (any query string), to set beside this one.
+    // Recent requests with the same method and page (any query string), to set beside this one:
+    // among the newest 10,000 (the default retention), so that SQLite, which has no URL index, reads few.
     const page = profile.url.replace(/[?#].*$/, '');
-    const compareWith = (await store.find({ method: profile.method, page, limit: 11 })).filter((p) => p.token !== token).slice(0, 10);
+    const compareWith = (await store.find({ method: profile.method, page, newest: 10_000, limit: 11 })).filter((p) => p.token !== token).slice(0, 10);
     sendPage(res, 200, 'profiler/profile', {
       explained,
       compareWith,

@@ -81,7 +81,10 @@
         cell(tr, p.method, 'mono');
         link(cell(tr, '', 'url'), '/_profiler/' + p.token, p.url);
         cell(tr, p.ip, 'mono');
-        if (instances) cell(tr, p.instance || '', 'mono');
+        if (instances) {
+          var served = cell(tr, '', 'mono');
+          if (p.instance) link(served, '/_profiler/search?instance=' + encodeURIComponent(p.instance), p.instance);
+        }
         var time = document.createElement('time');
         time.dateTime = new Date(p.time).toISOString();
         time.textContent = 'just now';
