@@ -24,10 +24,10 @@ const median = (xs) => {
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const round = (x, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 
-function startServer(mode, database, maxProfiles, schema) {
+function startServer(mode, database, maxProfiles, schema, env) {
   // The debug exception page writes each 500's stack to stderr, as a dev server should: keep it out of the table.
   const log = openSync(path.join(work, 'server.log'), 'a');
-  const child = fork(path.join(here, 'server.js'), [mode, database ?? '', String(maxProfiles ?? 1_000_000), ...(schema ? [schema] : [])], { execArgv: ['--expose-gc'], stdio: ['ignore', log, log, 'ipc'] });
+  const child = fork(path.join(here, 'server.js'), [mode, database ?? '', String(maxProfiles ?? 1_000_000), ...(schema ? [schema] : [])], { execArgv: ['--expose-gc'], env: { ...process.env, ...env }, stdio: ['ignore', log, log, 'ipc'] });
   const ask = (type, answer) => new Promise((resolve) => {
     const on = (msg) => {
       if (msg.type === answer) {
@@ -44,6 +44,7 @@ function startServer(mode, database, maxProfiles, schema) {
       url: `http://127.0.0.1:${msg.port}`,
       flush: () => ask('flush', 'flushed'),
       rss: () => ask('rss', 'rss'),
+      cpu: async () => (await ask('cpu', 'cpu')).us,
       stop: () => new Promise((r) => {
         child.once('exit', r);
         child.send({ type: 'exit' });
@@ -77,23 +78,29 @@ async function load(url, route, { seconds, amount }) {
  * Alternating A/B rounds of the same app, bare and recorded; the ratio is the median of per-round
  * ratios. Then an exact number of requests against a fresh recorded server, to count what it stored.
  */
-async function overhead(name, seconds, amount, pg) {
+async function overhead(name, seconds, amount, pg, env) {
   const route = ROUTES[name];
   // The store: a SQLite file of the run's own, or a schema of its own in the run's PostgreSQL.
-  const at = (what) => (pg ? [pg.url, undefined, `bench_${what.replace(/-/g, '_')}`] : [path.join(work, `${what}.sqlite`)]);
-  const bare = await startServer('bare');
-  const recorded = await startServer('recorded', ...at(`${name}-rounds`));
+  const at = (what) => (pg ? [pg.url, undefined, `bench_${what.replace(/-/g, '_')}`] : [path.join(work, `${what}.sqlite`), undefined, undefined]);
+  const bare = await startServer('bare', undefined, undefined, undefined, env);
+  const recorded = await startServer('recorded', ...at(`${name}-rounds`), env);
   await load(bare.url, route, { amount: scale(5000) });
   await load(recorded.url, route, { amount: scale(5000) });
   const rounds = [];
+  // The whole process's CPU per answered request (every thread: the request's, the writer, GC).
+  const withCpu = async (server) => {
+    const before = await server.cpu();
+    const result = await load(server.url, route, { seconds });
+    return { ...result, cpuUs: ((await server.cpu()) - before) / result.answered };
+  };
   for (let i = 0; i < ROUNDS; i++) {
-    const a = await load(bare.url, route, { seconds });
-    const b = await load(recorded.url, route, { seconds });
+    const a = await withCpu(bare);
+    const b = await withCpu(recorded);
     rounds.push({ bare: a, recorded: b, ratio: b.rps / a.rps });
   }
   await bare.stop();
   await recorded.stop();
-  const counted = await startServer('recorded', ...at(name));
+  const counted = await startServer('recorded', ...at(name), env);
   const exact = await load(counted.url, route, { amount });
   const answeredRecorded = exact.answered;
   const stored = await counted.flush();
@@ -104,6 +111,8 @@ async function overhead(name, seconds, amount, pg) {
     bareP99: median(rounds.map((r) => r.bare.p99)),
     recordedP99: median(rounds.map((r) => r.recorded.p99)),
     ratio: round(median(rounds.map((r) => r.ratio)), 3),
+    bareCpuUs: round(median(rounds.map((r) => r.bare.cpuUs)), 0),
+    recordedCpuUs: round(median(rounds.map((r) => r.recorded.cpuUs)), 0),
     errors: rounds.reduce((n, r) => n + r.bare.errors + r.recorded.errors, 0),
     answered: answeredRecorded,
     stored: stored.count,
@@ -200,6 +209,8 @@ async function seed(file, n, pg) {
     if (batch.length === 1000) await timed();
   }
   if (batch.length) await timed();
+  // What autovacuum does soon after a table grows: the planner's statistics for 100,000 rows.
+  if (pg) await store.analyze();
   await store.close();
   return round((writing * 1000) / n, 1);
 }
@@ -239,6 +250,8 @@ const started = Date.now();
 const results = { machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`, date: new Date().toISOString() };
 process.stdout.write('overhead, hello route…\n');
 results.hello = await overhead('hello', quick ? 1 : 5, scale(30_000));
+process.stdout.write('overhead, hello route, Express 4…\n');
+results.hello4 = await overhead('hello', quick ? 1 : 5, scale(30_000), undefined, { BENCH_EXPRESS: '4' });
 process.stdout.write('overhead, realistic route…\n');
 results.realistic = await overhead('realistic', quick ? 1 : 5, scale(20_000));
 process.stdout.write('overhead, three queries and a fetch…\n');
@@ -272,8 +285,12 @@ const MiB = (b) => `${round(b / 2 ** 20, 1)} MiB`;
 const rows = [
   ['Throughput, hello: bare / recorded', `${results.hello.bareRps} / ${results.hello.recordedRps} req/s`, `ratio ${results.hello.ratio}`, '≥ 0.90'],
   ['p99 latency, hello: bare / recorded', `${results.hello.bareP99} / ${results.hello.recordedP99} ms`, '', ''],
+  ['Whole-process CPU per request, hello: bare / recorded', `${results.hello.bareCpuUs} / ${results.hello.recordedCpuUs} µs`, `× ${round(results.hello.recordedCpuUs / results.hello.bareCpuUs)}`, '≤ 1.3 ×'],
+  ['Throughput, hello, Express 4: bare / recorded', `${results.hello4.bareRps} / ${results.hello4.recordedRps} req/s`, `ratio ${results.hello4.ratio}`, '≥ 0.90'],
+  ['Whole-process CPU per request, hello, Express 4', `${results.hello4.bareCpuUs} / ${results.hello4.recordedCpuUs} µs`, `× ${round(results.hello4.recordedCpuUs / results.hello4.bareCpuUs)}`, '≤ 1.3 ×'],
   ['Throughput, realistic: bare / recorded', `${results.realistic.bareRps} / ${results.realistic.recordedRps} req/s`, `ratio ${results.realistic.ratio}`, ''],
   ['p99 latency, realistic: bare / recorded', `${results.realistic.bareP99} / ${results.realistic.recordedP99} ms`, '', ''],
+  ['Whole-process CPU per request, realistic: bare / recorded', `${results.realistic.bareCpuUs} / ${results.realistic.recordedCpuUs} µs`, `× ${round(results.realistic.recordedCpuUs / results.realistic.bareCpuUs)}`, ''],
   ['Throughput, 3 queries + 1 fetch: bare / recorded', `${results.inside.bareRps} / ${results.inside.recordedRps} req/s`, `ratio ${results.inside.ratio}`, ''],
   ['One better-sqlite3 query: bare / recorded', `${results.perOperation.queries.bareUs} / ${results.perOperation.queries.recordedUs} µs`, `+${results.perOperation.queries.costUs} µs`, ''],
   ['One loopback fetch: bare / recorded', `${results.perOperation.calls.bareUs} / ${results.perOperation.calls.recordedUs} µs`, `+${results.perOperation.calls.costUs} µs`, ''],

@@ -1,7 +1,8 @@
 // A benchmark subject: the same Express app, bare or recorded, in its own process.
-// argv: <bare|recorded> <database: a SQLite file or a postgres:// URL> <maxProfiles> [schema]. Talks to the runner over IPC.
+// argv: <bare|recorded> <database: a SQLite file or a postgres:// URL> <maxProfiles> [schema]; env BENCH_EXPRESS=4 for Express 4. Talks to the runner over IPC.
 import Database from 'better-sqlite3';
-import express from 'express';
+import express5 from 'express';
+import express4 from 'express4';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
@@ -10,6 +11,8 @@ import { webProfiler } from '../dist/index.js';
 import { profilerTransport } from '../dist/instruments/winston.js';
 
 const [mode, database, maxProfiles = '1000000', schema = 'web_profiler'] = process.argv.slice(2);
+// BENCH_EXPRESS=4: the same app on Express 4.
+const express = process.env.BENCH_EXPRESS === '4' ? express4 : express5;
 const app = express();
 const profiler = mode === 'recorded'
   ? webProfiler({ database, schema, maxProfiles: Number(maxProfiles), maxAge: 365 * 24 * 3600 * 1000, onError: (m) => process.stderr.write(`[bench server] ${m}\n`) })
@@ -115,6 +118,10 @@ process.on('message', (msg) => {
       const free = store ? store.db.pragma('freelist_count', { simple: true }) * store.db.pragma('page_size', { simple: true }) : 0;
       process.send({ type: 'flushed', count, distinct, bytes: pages - free, fileBytes: pages, rss: process.memoryUsage.rss() });
     }, 300);
+  } else if (msg.type === 'cpu') {
+    // The whole process: every thread (the request's, the writer, GC), user and system time, in µs.
+    const { user, system } = process.cpuUsage();
+    process.send({ type: 'cpu', us: user + system });
   } else if (msg.type === 'rss') {
     global.gc?.();
     process.send({ type: 'rss', rss: process.memoryUsage.rss() });
