@@ -10,9 +10,22 @@ const PUBLIC_HEADERS = new Set([
   'access-control-allow-credentials', 'access-control-allow-headers', 'access-control-request-headers', 'access-control-expose-headers',
 ]);
 
+/** Answers by key list: the same few header and field names come back on every profile. */
+const answered = new WeakMap<string[], Map<string, boolean>>();
+const MAX_REMEMBERED = 2_000;
+
 export const isSecretKey = (key: string, keys: string[]): boolean => {
-  const k = key.toLowerCase();
-  return keys.some((s) => k.includes(s));
+  let known = answered.get(keys);
+  if (known === undefined) answered.set(keys, (known = new Map()));
+  let secret = known.get(key);
+  if (secret === undefined) {
+    const k = key.toLowerCase();
+    secret = keys.some((s) => k.includes(s));
+    // Names an app makes up per request (ids as keys) would grow it without end: start again.
+    if (known.size >= MAX_REMEMBERED) known.clear();
+    known.set(key, secret);
+  }
+  return secret;
 };
 
 /** The most nodes one redactValue() copy visits: a bound on what a hostile shape can cost. */

@@ -217,9 +217,10 @@ export class PgProfileStore implements ProfileReader {
           gone = [];
           // Rows go oldest first and ids only grow, so the id span is the count, read from the index.
           const { first, last } = (await c.query('SELECT min(id) AS first, max(id) AS last FROM profiles')).rows[0] as { first: number | null; last: number | null };
-          const chunk = (where: string, value: number) => c.query(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE ${where} ORDER BY id LIMIT ${PRUNE_CHUNK}) RETURNING token`, [value]);
-          if (first !== null && last !== null && last - first + 1 > maxProfiles) gone = (await chunk('id <= $1', last - maxProfiles)).rows.map((r) => r.token);
-          else if (maxAge !== undefined) gone = (await chunk('time < $1', now - maxAge)).rows.map((r) => r.token);
+          // Each walks its own index from the oldest end, so a step that finds nothing reads nothing.
+          const chunk = (column: 'id' | 'time', op: string, value: number) => c.query(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE ${column} ${op} $1 ORDER BY ${column} LIMIT ${PRUNE_CHUNK}) RETURNING token`, [value]);
+          if (first !== null && last !== null && last - first + 1 > maxProfiles) gone = (await chunk('id', '<=', last - maxProfiles)).rows.map((r) => r.token);
+          else if (maxAge !== undefined) gone = (await chunk('time', '<', now - maxAge)).rows.map((r) => r.token);
         }
         await c.query('COMMIT');
         return gone;

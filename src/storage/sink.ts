@@ -64,13 +64,7 @@ export class SqliteSink implements ProfileSink {
   }
 
   write(rows: StoredProfile[]): void {
-    const store = this.handle.get()!;
-    store.insertSerialised(rows);
-    try {
-      this.learnTokens(store);
-    } catch {
-      // Only a missed refresh: the next write catches up.
-    }
+    this.lastSeenId = this.handle.get()!.insertSerialised(rows, this.lastSeenId, (token) => this.taken.add(token));
   }
 
   dropped(rows: StoredProfile[]): void {

@@ -26,20 +26,37 @@ export class ProfileStore implements ProfileReader {
   readonly file: string;
   readonly shared = false;
   private readonly stmts;
+  private readonly writeBatch: Database.Transaction<(batch: StoredProfile[], seen: number, learn?: (token: string) => void) => number>;
 
   private constructor(file: string, db: Database.Database) {
     this.file = file;
     this.db = db;
     this.stmts = {
-      insert: db.prepare(`INSERT INTO profiles (${SUMMARY_COLUMNS}) VALUES (@token, @parent, @ip, @method, @url, @status, @time, @duration, @type, @instance) ON CONFLICT (token) DO NOTHING`),
+      insert: db.prepare(`INSERT INTO profiles (${SUMMARY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (token) DO NOTHING`),
       tokensAfter: db.prepare('SELECT id, token FROM profiles WHERE id > ? ORDER BY id'),
       span: db.prepare('SELECT min(id) AS first, max(id) AS last FROM profiles'),
       insertData: db.prepare('INSERT INTO profile_data (id, encoding, data) VALUES (?, ?, ?)'),
       read: db.prepare(READ_SQL),
       latest: db.prepare(`SELECT token FROM profiles WHERE type = ? ORDER BY id DESC LIMIT 1`).pluck(),
-      pruneAge: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE time < ? ORDER BY id LIMIT ${PRUNE_CHUNK}) RETURNING token`).pluck(),
+      // By the time index from the oldest end: a step that finds nothing too old reads nothing (ORDER BY id scanned the table).
+      pruneAge: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE time < ? ORDER BY time LIMIT ${PRUNE_CHUNK}) RETURNING token`).pluck(),
       pruneCount: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE id <= ? ORDER BY id LIMIT ${PRUNE_CHUNK}) RETURNING token`).pluck(),
     };
+    this.writeBatch = db.transaction((batch: StoredProfile[], seen: number, learn?: (token: string) => void): number => {
+      if (learn) for (const { token } of this.tokensAfter(seen)) learn(token);
+      let last = seen;
+      for (const { summary: s, data } of batch) {
+        const put = (token: string) => this.stmts.insert.run(token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null);
+        let token = s.token;
+        let result = put(token);
+        while (result.changes === 0 && token.length < 32) result = put((token += '0'));
+        if (result.changes === 0) continue;
+        const [encoding, stored] = encode(data);
+        last = Number(result.lastInsertRowid);
+        this.stmts.insertData.run(last, encoding, stored);
+      }
+      return last;
+    });
   }
 
   /**
@@ -106,21 +123,14 @@ export class ProfileStore implements ProfileReader {
   /**
    * Write a batch in one transaction. Another process may have taken a token meanwhile (a race of
    * milliseconds): that profile is kept under the token with characters appended, never dropped.
+   * `learn` is told the tokens other processes stored after row `seen`, read under the same write
+   * lock, so that none can come between; returns the last row id, which the next call passes as
+   * `seen` (the batch's own rows are not read back).
    */
-  insertSerialised(rows: StoredProfile[]): void {
-    this.db.transaction((batch: StoredProfile[]) => {
-      for (const row of batch) {
-        const summary = { ...row.summary, instance: row.summary.instance ?? null };
-        let result = this.stmts.insert.run(summary);
-        while (result.changes === 0 && summary.token.length < 32) {
-          summary.token += '0';
-          result = this.stmts.insert.run(summary);
-        }
-        const [encoding, data] = encode(row.data);
-        this.stmts.insertData.run(result.lastInsertRowid, encoding, data);
-      }
-    }).immediate(rows);
+  insertSerialised(rows: StoredProfile[], seen = 0, learn?: (token: string) => void): number {
+    return this.writeBatch.immediate(rows, seen, learn);
   }
+
 
   /** Tokens stored after row `id`, with their row ids: all of them from 0, or what others wrote since. */
   tokensAfter(id: number): { id: number; token: string }[] {
