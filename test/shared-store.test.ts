@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { run } from '../src/cli/run.js';
 import { openReader } from '../src/storage/open.js';
 import { startPostgres, type PostgresServer } from './servers.js';
@@ -252,13 +252,37 @@ describe.skipIf(!url)('several instances, one PostgreSQL store', () => {
 });
 
 describe.skipIf(!url)('the shared database stopped and restarted under load', () => {
-  let server: PostgresServer | undefined;
-  afterAll(() => server?.stop());
-
-  it('the apps keep answering, pages say the store is unavailable, and recording resumes with nothing lost', async () => {
+  let server: PostgresServer;
+  beforeAll(async () => {
     const started = await startPostgres();
     if (typeof started === 'string') throw new Error(started);
     server = started;
+  });
+  afterAll(() => server?.stop());
+
+  it('an instance started while the database is down serves at once, and records once it is back', async () => {
+    const schema = freshSchema();
+    server.pause();
+    let a: Instance;
+    let waited: Answer[];
+    try {
+      a = await instance(server.url, schema, 'web-a');
+      waited = (await load([a], 200, 10)).answers;
+    } finally {
+      server.resume();
+    }
+    expect(waited.filter((x) => x.status !== 200)).toEqual([]);
+    // No slot yet: provisional tokens, 80 random bits.
+    expect(waited.every((x) => /^[0-9a-f]{20}$/.test(x.token!))).toBe(true);
+    expect(a.errors.some((m) => /cannot be opened|storage failed/.test(m))).toBe(true);
+    const token = await slotted(a);
+    expect(token).toMatch(/^[0-9a-f]{10}$/);
+    await a.flush();
+    await expectStored(server.url, schema, waited);
+    await a.stop();
+  }, 120_000);
+
+  it('the apps keep answering, pages say the store is unavailable, and recording resumes with nothing lost', async () => {
     const schema = freshSchema();
     const [a, b] = await Promise.all([instance(server.url, schema, 'web-a'), instance(server.url, schema, 'web-b')]);
     await Promise.all([slotted(a), slotted(b)]);
