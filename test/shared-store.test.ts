@@ -219,11 +219,16 @@ describe.skipIf(!url)('several instances, one PostgreSQL store', () => {
     const stored = new Map(rows.map((r) => [r.token, r]));
     // B lost nothing.
     await expectStored(url, schema, fromB);
-    // A: everything stored is what it answered, under the right token; what is missing was answered just before the kill.
+    // A: everything stored is what it answered, under the right token; what is missing is the
+    // tail it had not written yet (batches go in order), give or take the order in which
+    // concurrent answers reached the client.
     const fromA = answers.filter((x) => x.to === a);
     const lost = fromA.filter((x) => !stored.has(x.token!));
-    for (const x of fromA) if (stored.has(x.token!)) expect(stored.get(x.token!)!.url).toMatch(new RegExp(`/hello\\?n=${x.n}$`));
-    expect(lost.filter((x) => x.at < killedAt - 1_000)).toEqual([]);
+    const kept = fromA.filter((x) => stored.has(x.token!));
+    for (const x of kept) expect(stored.get(x.token!)!.url).toMatch(new RegExp(`/hello\\?n=${x.n}$`));
+    expect(kept.length).toBeGreaterThan(0);
+    const lastKept = Math.max(...kept.map((x) => x.at));
+    expect(lost.filter((x) => x.at < lastKept - 250).map((x) => x.n)).toEqual([]);
     expect(rows.filter((r) => r.instance === 'web-a' && /\?n=/.test(r.url)).length).toBe(fromA.length - lost.length);
     await b.stop();
     expect(b.errors).toEqual([]);

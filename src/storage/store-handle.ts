@@ -2,6 +2,10 @@ import { statSync } from 'node:fs';
 import { ProfileStore } from './store.js';
 
 const REOPEN_AFTER_MS = 2_000;
+const BUSY_RETRY_MS = 50;
+const BUSY_QUIET_MS = 2_000;
+
+const isBusy = (err: unknown) => /^SQLITE_(BUSY|LOCKED)/.test(String((err as { code?: unknown })?.code ?? ''));
 
 /**
  * A ProfileStore opened on demand and let go after trouble: a store that cannot be opened is
@@ -12,6 +16,8 @@ export class StoreHandle {
   /** The inode opened: a file deleted or replaced under us is noticed by changed(). */
   private inode = 0;
   private nextOpen = 0;
+  /** When opening first found the file locked, in this run of tries (0: it did not). */
+  private busySince = 0;
   private closed = false;
 
   constructor(
@@ -32,9 +38,19 @@ export class StoreHandle {
       this.inode = inodeOf(this.file);
       this.opened(store);
       this.store = store;
+      this.busySince = 0;
     } catch (err) {
       store?.close();
-      this.nextOpen = Date.now() + REOPEN_AFTER_MS;
+      const at = Date.now();
+      // Another connection opening a new file at the same moment (the pages' and the writer's, or
+      // another process's) holds its lock while it migrates: try again soon, and say nothing
+      // unless it lasts.
+      if (isBusy(err) && at - (this.busySince ||= at) < BUSY_QUIET_MS) {
+        this.nextOpen = at + BUSY_RETRY_MS;
+        return undefined;
+      }
+      this.busySince = 0;
+      this.nextOpen = at + REOPEN_AFTER_MS;
       this.tell(`cannot open profiler storage ${this.file}: ${(err as Error).message}; requests are served, profiles wait in memory`);
     }
     return this.store;
