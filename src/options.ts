@@ -20,7 +20,7 @@ export interface ProfilerOptions {
   schema?: string;
   /** This instance's name, stored with each profile (the list shows and filters by it). Default: host name and pid, as host:pid. */
   instance?: string;
-  /** Length of the hex token, 6 to 32. Default 6. */
+  /** Random hex characters of a token, 6 to 32. Default 6. On a shared (PostgreSQL) store a token has four more in front: its instance's slot. */
   tokenLength?: number;
   /** Largest request or response body kept, in bytes; beyond it the body is marked truncated. Default 64 KiB. */
   bodyLimit?: number;

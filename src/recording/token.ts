@@ -50,6 +50,10 @@ export function tokenSource(length: number, taken: { has(token: string): boolean
   };
 }
 
+/** A shared store's slot, as the first characters of its instance's tokens. */
+export const SLOT_CHARS = 4;
+export const slotPrefix = (slot: number): string => slot.toString(16).padStart(SLOT_CHARS, '0');
+
 /** Tokens drawn before a shared store's slot is known: long enough (80 bits) that no two meet. */
 const PROVISIONAL_LENGTH = 20;
 
@@ -70,7 +74,7 @@ export function sharedTokenSource(length: number, taken: { has(token: string): b
     if (s < 0) return provisional();
     if (s !== held) {
       held = s;
-      prefix = s.toString(16).padStart(4, '0');
+      prefix = slotPrefix(s);
     }
     return prefix + own();
   };

@@ -3,13 +3,11 @@ import { PgProfileStore } from './pg-store.js';
 import type { StoredProfile } from './profile.js';
 import type { ProfileSink } from './sink.js';
 import type { TokenBitmap } from './token-bitmap.js';
+import { SLOT_CHARS, slotPrefix } from '../recording/token.js';
 
 /** A slot is touched this often while its instance runs, and may be taken by another once not touched for STALE_MS. */
 const TOUCH_EVERY_MS = 30_000;
 const STALE_MS = 10 * 60_000;
-const SLOT_CHARS = 4;
-
-export const slotPrefix = (slot: number) => slot.toString(16).padStart(SLOT_CHARS, '0');
 
 /**
  * A shared PostgreSQL store. This instance holds a token slot, published to the request thread
@@ -24,6 +22,7 @@ export class PgSink implements ProfileSink {
   private slot = -1;
   private taking: Promise<boolean> | undefined;
   private readonly toucher: NodeJS.Timeout;
+  private readonly instance: string;
 
   constructor(
     options: { url: string; schema: string; instance: string },
@@ -36,8 +35,6 @@ export class PgSink implements ProfileSink {
     this.toucher = setInterval(() => void this.touch(), TOUCH_EVERY_MS).unref();
     void this.open();
   }
-
-  private readonly instance: string;
 
   open(): Promise<boolean> | boolean {
     if (this.slot >= 0) return true;
