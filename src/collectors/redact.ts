@@ -80,12 +80,20 @@ export function redactText(text: string, keys: string[]): string {
   const colon = text.includes(':') || text.includes('=>');
   const equals = text.includes('=');
   if (!colon && !equals) return text;
+  // A name is secret only if it holds a key, as written or percent-encoded: a text with neither
+  // (most header values, most log lines) has nothing to redact, and skips the regexes.
+  if (!text.includes('%') && !mentionsKey(text, keys)) return text;
   let out = colon ? redactKeyValues(text, keys) : text;
   if (equals) {
     out = out.replace(NAME_EQUALS, (whole, lead: string, name: string, value: string) =>
       value !== '' && isSecretKey(decodeName(name), keys) ? `${lead}${name}=${REDACTED}` : whole);
   }
   return out;
+}
+
+function mentionsKey(text: string, keys: string[]): boolean {
+  const lower = text.toLowerCase();
+  return keys.some((k) => lower.includes(k));
 }
 
 function redactKeyValues(text: string, keys: string[]): string {
