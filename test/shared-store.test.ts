@@ -187,6 +187,26 @@ describe.skipIf(!url)('several instances, one PostgreSQL store', () => {
     expect([...a.errors, ...b.errors]).toEqual([]);
   });
 
+  it('never shows the database password: in the user part or as a ?password= parameter', async () => {
+    const schema = freshSchema();
+    const u = new URL(url);
+    u.password = 'hunter2';
+    u.searchParams.set('password', 'hunter3');
+    const out: string[] = [];
+    const err: string[] = [];
+    // The test server trusts local connections, so the password is sent and ignored.
+    expect(await run(['stats', '--db', u.href, '--schema', schema], { out: (l) => out.push(l), err: (l) => err.push(l) }, {})).toBe(0);
+    expect(err).toEqual([]);
+    expect(out.join('\n')).toMatch(/^database {2}postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/postgres\?password=\*\*\* \(schema shared_\d+_\d+\)$/m);
+    expect(out.join('\n')).not.toMatch(/hunter/);
+    const unreachable = new URL(u.href);
+    unreachable.port = '1';
+    const failed: string[] = [];
+    expect(await run(['list', '--db', unreachable.href, '--schema', schema], { out: (l) => failed.push(l), err: (l) => failed.push(l) }, {})).toBe(1);
+    expect(failed.join('\n')).toMatch(/cannot read postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/postgres\?password=\*\*\*/);
+    expect(failed.join('\n')).not.toMatch(/hunter/);
+  });
+
   it('10,000 requests over two instances at concurrency 50: each stored exactly once, under the token its response carried', async () => {
     const schema = freshSchema();
     const [a, b] = await Promise.all([instance(url, schema, 'web-a'), instance(url, schema, 'web-b')]);
