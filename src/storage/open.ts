@@ -5,8 +5,16 @@ import type { ProfileReader } from './reader.js';
 import { StoreHandle } from './store-handle.js';
 import { ProfileStore } from './store.js';
 
-/** What the writer thread and the pages open: the SQLite file (':memory:' made a private file), or the URL. */
-export const storedAt = (database: string): string => (isPostgresUrl(database) ? database : fileFor(database));
+/**
+ * What the writer thread and the pages open: the SQLite file (':memory:' made a private file), or
+ * the URL. Runs before anything is started, so that a missing pg is told before a writer thread
+ * is set up for a store it could not open.
+ */
+export function storedAt(database: string): string {
+  if (!isPostgresUrl(database)) return fileFor(database);
+  if (!hasPg()) throw new Error('webProfiler: a postgres:// database needs the "pg" package: npm install pg');
+  return database;
+}
 
 /** What a profiler reads its pages from, chosen by its database option. */
 export interface PageStorage {
@@ -24,7 +32,6 @@ export interface PageStorage {
  */
 export function pageStorage(database: string, schema: string, learn: (token: string) => void): PageStorage {
   if (isPostgresUrl(database)) {
-    if (!hasPg()) throw new Error('webProfiler: a postgres:// database needs the "pg" package: npm install pg');
     let store: PgProfileStore | undefined;
     return {
       shared: true,
@@ -32,8 +39,7 @@ export function pageStorage(database: string, schema: string, learn: (token: str
       close: () => void store?.close(),
     };
   }
-  const file = database;
-  const reader = new StoreHandle(file, () => {}, (store) => {
+  const reader = new StoreHandle(database, () => {}, (store) => {
     for (const { token } of store.tokensAfter(0)) learn(token);
   }, 200);
   reader.get();
@@ -47,7 +53,7 @@ export function pageStorage(database: string, schema: string, learn: (token: str
     },
     close: () => {
       reader.close();
-      release(file);
+      release(database);
     },
   };
 }
