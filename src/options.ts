@@ -83,6 +83,9 @@ export const DEFAULT_REDACT_KEYS = [
   'auth', 'authorization', 'cookie', 'credential', 'private_key', 'privatekey', 'private-key', 'session', 'signature',
 ];
 
+/** The core panels' ids, and the CPU profile stored beside its panel. */
+const RESERVED_PANEL_IDS = new Set([...corePanels.map((p) => p.id), 'cpuprofile']);
+
 const PRODUCTION = /^(prod|production)$/i;
 
 /** Any of the variables apps use to name their environment saying production turns the profiler and debug mode off. */
@@ -101,6 +104,10 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
   const instance = options.instance ?? `${hostname()}:${process.pid}`;
   if (typeof instance !== 'string' || instance.length === 0 || instance.length > 200) {
     throw new RangeError('webProfiler: instance must be a name of 1 to 200 characters');
+  }
+  for (const { id } of options.collectors ?? []) {
+    // A core panel's data is stored in its own packed shape (CorePanel.pack): an app's panel cannot take its place.
+    if (RESERVED_PANEL_IDS.has(id)) throw new RangeError(`webProfiler: a collector's id cannot be "${id}", which is a core panel's`);
   }
   return {
     enabled: options.enabled ?? !isProduction(env),

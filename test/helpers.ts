@@ -4,7 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import type { AddressInfo, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { inflateRawSync } from 'node:zlib';
+import { profileOf, READ_SQL } from '../src/storage/query.js';
 
 export interface Running {
   url: string;
@@ -31,15 +31,12 @@ export async function listen(app: Express | ((req: any, res: any) => void)): Pro
 export const tempDir = (): string => mkdtempSync(path.join(tmpdir(), 'wp-test-'));
 export const tempDb = (): string => path.join(tempDir(), 'profiler.sqlite');
 
-/** The stored rows, read straight from the SQLite file as another process would. */
+/** The stored rows, read straight from the SQLite file as another process would, and made into the profiles they store. */
 export function readRows(file: string): Array<{ token: string; method: string; url: string; status: number; ip: string; duration: number; type: string; collectors: Record<string, any>; collectorErrors?: Record<string, string> }> {
   const db = new Database(file, { readonly: true });
   try {
-    const rows = db.prepare('SELECT p.*, d.encoding, d.data FROM profiles p JOIN profile_data d ON d.id = p.id ORDER BY p.id').all() as any[];
-    return rows.map(({ encoding, data, ...row }) => ({
-      ...row,
-      ...JSON.parse(encoding === 1 ? inflateRawSync(data).toString('utf8') : String(data)),
-    }));
+    const rows = db.prepare(`SELECT p.id, ${READ_SQL.slice('SELECT '.length).replace(/WHERE p.token = \?$/, 'ORDER BY p.id')}`).all() as any[];
+    return rows.map(({ id, ...row }) => ({ id, ...profileOf(row) }));
   } finally {
     db.close();
   }

@@ -49,6 +49,23 @@ export function describeParsed(value: unknown, cut: boolean, received: number, c
   return { size, contentType, kind: 'text', text: text.slice(0, limit), truncated: true };
 }
 
+/** The content type a body is described with: the Content-Type header's. */
+export const typeOf = (headers: Record<string, unknown>): string | undefined => (headers['content-type'] === undefined ? undefined : String(headers['content-type']));
+
+/** A body as stored: its content type when the headers say otherwise (null for none), `truncated` only when true. */
+export function packBody(body: BodyData, headers: Record<string, unknown>): StoredBody {
+  const { contentType, truncated, ...rest } = body;
+  const given = typeOf(headers);
+  return { ...rest, contentType: contentType === given ? undefined : (contentType ?? null), truncated: truncated || undefined };
+}
+
+export type StoredBody = Omit<BodyData, 'contentType' | 'truncated'> & { contentType?: string | null; truncated?: true };
+
+export function unpackBody(stored: StoredBody, headers: Record<string, unknown>): BodyData {
+  const { size, contentType, kind, json, text, truncated } = stored;
+  return { size, contentType: contentType === undefined ? typeOf(headers) : (contentType ?? undefined), kind, json, text, truncated: truncated ?? false };
+}
+
 /** NUL bytes or invalid UTF-8 in the first KiB: not text, whatever the Content-Type says. */
 function looksBinary(bytes: Buffer): boolean {
   const head = bytes.subarray(0, 1024);

@@ -1,6 +1,7 @@
 import type { ResolvedOptions } from '../options.js';
 import type { RequestContext } from '../recording/context.js';
 import type { Snapshot } from '../recording/snapshot.js';
+import type { ProfileSummary } from '../storage/profile.js';
 
 /** What a panel's data may depend on, as the writer thread knows it. */
 export interface PanelOptions {
@@ -25,6 +26,14 @@ export interface PanelInfo<T = unknown> {
  */
 export interface CorePanel<T = unknown> extends PanelInfo<T> {
   collect(snapshot: Snapshot, options: PanelOptions): T | undefined;
+  /**
+   * The data as stored: without what unpack() gets back exactly from the profile's summary (its
+   * token, URL, method, status, time, duration), from the rest of the data, or from a default.
+   * Every profile pays for what it stores, in bytes and in the writer's time: leave out what the
+   * summary already says. unpack(pack(data)) must be data, key order included.
+   */
+  pack?(data: T, summary: ProfileSummary): unknown;
+  unpack?(stored: never, summary: ProfileSummary): T;
 }
 
 /**

@@ -22,16 +22,23 @@ export interface LogsData {
  * a logger wrote as JSON (pino) are read here.
  */
 export function logsData(lines: LogLine[], redactKeys: string[], dropped = 0): LogsData {
-  const counts: Record<LogLevel, number> = { debug: 0, info: 0, warn: 0, error: 0 };
-  const channels: Partial<Record<LogChannel, number>> = {};
   const shown = lines.map((given) => {
     const line = given.raw === undefined ? given : readRaw(given);
-    counts[line.level]++;
-    channels[line.channel] = (channels[line.channel] ?? 0) + 1;
     const message = redactText(line.message, redactKeys);
     return line.context === undefined ? { ...line, message } : { ...line, message, context: redactValue(plain(line.context), redactKeys) };
   });
-  return { lines: shown, counts, channels, capped: dropped > 0 || lines.length >= MAX_LOG_LINES, dropped };
+  return counted(shown, dropped);
+}
+
+/** The lines with their counts: all the panel stores is the lines (and how many were dropped), the rest is counted again on reading. */
+function counted(lines: LogLine[], dropped: number): LogsData {
+  const counts: Record<LogLevel, number> = { debug: 0, info: 0, warn: 0, error: 0 };
+  const channels: Partial<Record<LogChannel, number>> = {};
+  for (const line of lines) {
+    counts[line.level]++;
+    channels[line.channel] = (channels[line.channel] ?? 0) + 1;
+  }
+  return { lines, counts, channels, capped: dropped > 0 || lines.length >= MAX_LOG_LINES, dropped };
 }
 
 /** What pino writes beside the message and bindings: the panel has these already, or has no use for them. */
@@ -62,5 +69,7 @@ export const logs: CorePanel<LogsData> = {
   id: 'logs',
   title: 'Logs',
   collect: (s, options) => logsData(s.logs, options.redactKeys, s.logsDropped),
+  pack: (d) => ({ lines: d.lines, dropped: d.dropped || undefined }),
+  unpack: (s: { lines: LogLine[]; dropped?: number }) => counted(s.lines, s.dropped ?? 0),
   badge: (data) => data.lines.length || undefined,
 };

@@ -72,5 +72,7 @@ export const performance: CorePanel<PerformanceData> = {
     if (timeline !== undefined) data.timeline = timeline;
     return data;
   },
+  pack: (d, summary) => (d.total === summary.duration ? { ...d, total: undefined } : d),
+  unpack: (s: Omit<PerformanceData, 'total'> & { total?: number }, summary) => ({ total: s.total ?? summary.duration, ...s }) as PerformanceData,
   badge: (data) => `${Math.round(data.total)} ms`,
 };

@@ -1,6 +1,7 @@
 import type { CorePanel } from './collector.js';
-import { describeBytes, describeParsed, type BodyData } from './body.js';
 import { cookieNames, redactHeaders, redactText, redactValue } from './redact.js';
+import { hostOf, isEmpty, orEmpty, packHeaders, pathOf, unpackHeaders, type DerivedHeaders } from './derive.js';
+import { describeBytes, describeParsed, packBody, typeOf, unpackBody, type BodyData, type StoredBody } from './body.js';
 
 export interface RequestData {
   method: string;
@@ -18,13 +19,16 @@ export interface RequestData {
   };
 }
 
+/** The Host header: the summary's URL was made from it. */
+const derivedHeaders: DerivedHeaders = [['host', hostOf]];
+
 export const request: CorePanel<RequestData> = {
   id: 'request',
   title: 'Request',
   collect(s, options) {
     const r = s.request;
     const keys = options.redactKeys;
-    const contentType = r.headers['content-type'] === undefined ? undefined : String(r.headers['content-type']);
+    const contentType = typeOf(r.headers);
     const cookie = r.headers.cookie;
     return {
       method: r.method,
@@ -38,6 +42,39 @@ export const request: CorePanel<RequestData> = {
       headers: redactHeaders(r.headers, keys),
       cookies: cookieNames(cookie === undefined ? undefined : Array.isArray(cookie) ? cookie.join('; ') : String(cookie)),
       server: { remoteAddress: r.remoteAddress, secure: r.secure, pid: process.pid },
+    };
+  },
+  pack(d, summary) {
+    const { server } = d;
+    return {
+      method: d.method === summary.method ? undefined : d.method,
+      url: d.url === pathOf(summary) ? undefined : d.url,
+      httpVersion: d.httpVersion === '1.1' ? undefined : d.httpVersion,
+      query: isEmpty(d.query) ? undefined : d.query,
+      body: d.body === undefined ? undefined : packBody(d.body, d.headers),
+      params: isEmpty(d.params) ? undefined : d.params,
+      headers: packHeaders(d.headers, derivedHeaders, summary),
+      cookies: isEmpty(d.cookies) ? undefined : d.cookies,
+      server: {
+        remoteAddress: server.remoteAddress === summary.ip ? undefined : (server.remoteAddress ?? null),
+        secure: server.secure || undefined,
+        pid: server.pid,
+      },
+    };
+  },
+  unpack(s: Partial<Omit<RequestData, 'body' | 'server'>> & Pick<RequestData, 'headers'> & { body?: StoredBody; server: { remoteAddress?: string | null; secure?: true; pid: number } }, summary) {
+    const headers = unpackHeaders(s.headers, derivedHeaders, summary);
+    const { remoteAddress } = s.server;
+    return {
+      method: s.method ?? summary.method,
+      url: s.url ?? pathOf(summary),
+      httpVersion: s.httpVersion ?? '1.1',
+      query: orEmpty(s.query),
+      body: s.body === undefined ? undefined : unpackBody(s.body, headers),
+      params: orEmpty(s.params),
+      headers,
+      cookies: orEmpty(s.cookies) as Record<string, string>,
+      server: { remoteAddress: remoteAddress === undefined ? summary.ip : (remoteAddress ?? undefined), secure: s.server.secure ?? false, pid: s.server.pid },
     };
   },
   badge: (data) => data.method,

@@ -1,5 +1,7 @@
+import { STATUS_CODES } from 'node:http';
 import type { CorePanel } from './collector.js';
-import { describeBytes, type BodyData } from './body.js';
+import { describeBytes, packBody, typeOf, unpackBody, type BodyData, type StoredBody } from './body.js';
+import { linkOf, packHeaders, unpackHeaders, type DerivedHeaders } from './derive.js';
 import { redactHeaders } from './redact.js';
 
 export interface ResponseData {
@@ -15,14 +17,40 @@ export const response: CorePanel<ResponseData> = {
   title: 'Response',
   collect(s, options) {
     const r = s.response;
-    const contentType = r.headers['content-type'] === undefined ? undefined : String(r.headers['content-type']);
     return {
       status: r.status,
       statusMessage: r.statusMessage,
       headers: redactHeaders(r.headers, options.redactKeys),
-      body: describeBytes(r.body, contentType, options.bodyLimit, options.redactKeys),
+      body: describeBytes(r.body, typeOf(r.headers), options.bodyLimit, options.redactKeys),
       aborted: s.aborted,
+    };
+  },
+  pack: (d, summary) => ({
+    status: d.status === summary.status ? undefined : d.status,
+    statusMessage: d.statusMessage === STATUS_CODES[d.status] ? undefined : (d.statusMessage ?? null),
+    headers: packHeaders(d.headers, derivedHeaders, summary),
+    body: packBody(d.body, d.headers),
+    aborted: d.aborted || undefined,
+  }),
+  unpack(s: Omit<ResponseData, 'status' | 'statusMessage' | 'aborted' | 'body'> & { status?: number; statusMessage?: string | null; aborted?: true; body: StoredBody }, summary) {
+    const status = s.status ?? summary.status;
+    const headers = unpackHeaders(s.headers, derivedHeaders, summary);
+    return {
+      status,
+      statusMessage: s.statusMessage === undefined ? STATUS_CODES[status]! : (s.statusMessage ?? undefined)!,
+      headers,
+      body: unpackBody(s.body, headers),
+      aborted: s.aborted ?? false,
     };
   },
   badge: (data) => data.status,
 };
+
+/** The response headers the recorder adds, and Date, with their usual values. */
+const derivedHeaders: DerivedHeaders = [
+  ['x-debug-token', (summary) => summary.token],
+  ['x-debug-token-link', linkOf],
+  ['x-robots-tag', () => 'noindex'],
+  // Node's Date header is the time the head went out, to the second: most often the arrival's second.
+  ['date', (summary) => new Date(summary.time).toUTCString()],
+];

@@ -37,6 +37,13 @@ const MIGRATIONS: string[] = [
      started bigint NOT NULL,
      seen bigint NOT NULL
    );`,
+  // The config panel is the same for every request of a process: stored once, by its JSON.
+  `CREATE TABLE configs (
+     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+     data text NOT NULL UNIQUE,
+     used bigint NOT NULL
+   );
+   ALTER TABLE profile_data ADD COLUMN config bigint;`,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

@@ -3,7 +3,7 @@ import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { encode } from './codec.js';
 import type { ProfileSummary, StoredProfile } from './profile.js';
 import { migratePg } from './pg-schema.js';
-import { findSql, profileOf, READ_SQL, sinceSql, SUMMARY_COLUMNS, type SearchFilter } from './query.js';
+import { findSql, profileOf, PRUNE_CONFIGS_SQL, READ_SQL, sinceSql, SUMMARY_COLUMNS, type SearchFilter } from './query.js';
 import { withoutPassword } from './location.js';
 import { StorageUnavailable, type ProfileReader, type StoreStats } from './reader.js';
 
@@ -167,7 +167,8 @@ export class PgProfileStore implements ProfileReader {
   /** Delete profiles older than `before`, or all; VACUUM then gives their space back for new profiles. */
   async purge(before?: number) {
     const gone = await this.rows<{ n: number }>(`WITH gone AS (DELETE FROM profiles ${before === undefined ? '' : 'WHERE time < ?'} RETURNING 1) SELECT count(*)::int AS n FROM gone`, before === undefined ? [] : [before]);
-    await this.rows('VACUUM profiles, profile_data');
+    await this.rows(before === undefined ? 'DELETE FROM configs' : PRUNE_CONFIGS_SQL);
+    await this.rows('VACUUM profiles, profile_data, configs');
     return gone[0].n;
   }
 
@@ -188,9 +189,16 @@ export class PgProfileStore implements ProfileReader {
       await c.query('BEGIN');
       try {
         await c.query(`SELECT pg_advisory_xact_lock(${this.lock('insert')})`);
+        // Looked up (and marked used) once a batch: another instance's retention may have taken it since the last.
+        const given = [...new Set(rows.map((r) => r.config).filter((config) => config !== undefined))];
+        const configs = new Map<string, string>();
+        if (given.length > 0) {
+          const used = await c.query('INSERT INTO configs (data, used) SELECT unnest($1::text[]), $2 ON CONFLICT (data) DO UPDATE SET used = EXCLUDED.used RETURNING id, data', [given, Date.now()]);
+          for (const { id, data } of used.rows as { id: string; data: string }[]) configs.set(data, id);
+        }
         let batch = rows;
         while (batch.length > 0) {
-          const stored = new Set((await c.query(INSERT_SQL, columnsOf(batch))).rows.map((r: { token: string }) => r.token));
+          const stored = new Set((await c.query(INSERT_SQL, columnsOf(batch, configs))).rows.map((r: { token: string }) => r.token));
           batch = batch.filter((r) => !stored.has(r.summary.token) && r.summary.token.length < 32)
             .map((r) => ({ ...r, summary: { ...r.summary, token: `${r.summary.token}0` } }));
         }
@@ -221,6 +229,7 @@ export class PgProfileStore implements ProfileReader {
           const chunk = (column: 'id' | 'time', op: string, value: number) => c.query(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE ${column} ${op} $1 ORDER BY ${column} LIMIT ${PRUNE_CHUNK}) RETURNING token`, [value]);
           if (first !== null && last !== null && last - first + 1 > maxProfiles) gone = (await chunk('id', '<=', last - maxProfiles)).rows.map((r) => r.token);
           else if (maxAge !== undefined) gone = (await chunk('time', '<', now - maxAge)).rows.map((r) => r.token);
+          if (gone.length > 0) await c.query(PRUNE_CONFIGS_SQL);
         }
         await c.query('COMMIT');
         return gone;
@@ -272,27 +281,27 @@ function isConnectionError(err: unknown): boolean {
 }
 
 const INSERT_SQL = `WITH batch AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[], $7::bigint[], $8::float8[], $9::text[], $10::text[], $11::smallint[], $12::bytea[])
-      WITH ORDINALITY AS b(token, parent, ip, method, url, status, time, duration, type, instance, encoding, data, n)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[], $7::bigint[], $8::float8[], $9::text[], $10::text[], $11::smallint[], $12::bytea[], $13::bigint[])
+      WITH ORDINALITY AS b(token, parent, ip, method, url, status, time, duration, type, instance, encoding, data, config, n)
   ), stored AS (
     INSERT INTO profiles (${SUMMARY_COLUMNS})
     SELECT ${SUMMARY_COLUMNS} FROM batch ORDER BY n
     ON CONFLICT (token) DO NOTHING
     RETURNING id, token
   ), data AS (
-    INSERT INTO profile_data (id, encoding, data) SELECT s.id, b.encoding, b.data FROM stored s JOIN batch b ON b.token = s.token
+    INSERT INTO profile_data (id, encoding, data, config) SELECT s.id, b.encoding, b.data, b.config FROM stored s JOIN batch b ON b.token = s.token
   )
   SELECT token FROM stored`;
 
 /** A batch as the column arrays INSERT_SQL unnests; a token twice in one batch keeps its first row. */
-function columnsOf(rows: StoredProfile[]): unknown[][] {
-  const cols: unknown[][] = Array.from({ length: 12 }, () => []);
+function columnsOf(rows: StoredProfile[], configs: Map<string, string>): unknown[][] {
+  const cols: unknown[][] = Array.from({ length: 13 }, () => []);
   const seen = new Set<string>();
-  for (const { summary: s, data } of rows) {
+  for (const { summary: s, data, config } of rows) {
     if (seen.has(s.token)) continue;
     seen.add(s.token);
     const [encoding, body] = encode(data);
-    const values = [s.token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null, encoding, typeof body === 'string' ? Buffer.from(body) : body];
+    const values = [s.token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null, encoding, typeof body === 'string' ? Buffer.from(body) : body, config === undefined ? null : configs.get(config)];
     values.forEach((v, i) => cols[i].push(v));
   }
   return cols;

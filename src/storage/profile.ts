@@ -1,3 +1,5 @@
+import { packPanels } from '../collectors/stored.js';
+
 /** The columns of a stored profile that search and lists read, without the panel data. */
 export interface ProfileSummary {
   token: string;
@@ -23,11 +25,19 @@ export interface Profile extends ProfileSummary {
   collectorErrors?: Record<string, string>;
 }
 
-/** A profile ready for storage: its summary columns, and its panels as JSON. */
+/**
+ * A profile ready for storage: its summary columns, its panels as JSON (`panels`: packed, see
+ * CorePanel.pack; `collectors` in rows from before packing), and the config panel apart: the same
+ * for every request of a process, it is stored once (the configs table) and CONFIG_APART holds
+ * its place among the panels.
+ */
 export interface StoredProfile {
   summary: ProfileSummary;
   data: string;
+  config?: string;
 }
+
+export const CONFIG_APART = 0;
 
 /**
  * Serialise one profile alone. A panel that cannot be serialised (a BigInt, a cycle, a getter that
@@ -36,8 +46,15 @@ export interface StoredProfile {
  */
 export function serialise(profile: Profile): StoredProfile {
   const { collectors, collectorErrors, ...summary } = profile;
+  const config = collectors.config === undefined ? undefined : JSON.stringify(collectors.config);
+  const stored = (given: Record<string, unknown>, errors: Record<string, string> | undefined) => {
+    const { panels, asIs } = packPanels(given, summary);
+    if (config !== undefined) panels.config = CONFIG_APART;
+    // `collectors` holds what could not be packed, as it is (see profileOf).
+    return JSON.stringify({ panels, collectors: asIs, collectorErrors: errors });
+  };
   try {
-    return { summary, data: JSON.stringify({ collectors, collectorErrors }) };
+    return { summary, data: stored(collectors, collectorErrors), config };
   } catch {
     const kept: Record<string, unknown> = {};
     const errors: Record<string, string> = { ...collectorErrors };
@@ -49,6 +66,6 @@ export function serialise(profile: Profile): StoredProfile {
         errors[id] = `its data could not be stored: ${(err as Error)?.message ?? err}`;
       }
     }
-    return { summary, data: JSON.stringify({ collectors: kept, collectorErrors: errors }) };
+    return { summary, data: stored(kept, errors), config };
   }
 }

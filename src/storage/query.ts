@@ -1,5 +1,6 @@
 import { decode } from './codec.js';
-import type { Profile, ProfileSummary } from './profile.js';
+import { unpackPanels } from '../collectors/stored.js';
+import { CONFIG_APART, type Profile, type ProfileSummary } from './profile.js';
 
 export interface SearchFilter {
   ip?: string;
@@ -79,11 +80,21 @@ export function sinceSql(id: number, filter: SearchFilter, like: 'LIKE' | 'ILIKE
   return { sql: `SELECT id, ${SUMMARY_COLUMNS} FROM profiles WHERE ${where.join(' AND ')} ORDER BY id LIMIT ?`, args: [...args, id, filter.limit] };
 }
 
-export const READ_SQL = `SELECT ${SUMMARY_COLUMNS.replace(/(\w+)/g, 'p.$1')}, d.encoding, d.data FROM profiles p LEFT JOIN profile_data d ON d.id = p.id WHERE p.token = ?`;
+export const READ_SQL = `SELECT ${SUMMARY_COLUMNS.replace(/(\w+)/g, 'p.$1')}, d.encoding, d.data, c.data AS config
+  FROM profiles p LEFT JOIN profile_data d ON d.id = p.id LEFT JOIN configs c ON c.id = d.config WHERE p.token = ?`;
 
-/** A stored row (summary columns and encoded panel data) as the Profile it was. */
-export function profileOf(row: ProfileSummary & { encoding: number | null; data: Buffer | string | null }): Profile {
-  const { encoding, data, ...summary } = row;
-  const body = data == null ? { collectors: {} } : (JSON.parse(decode(encoding!, data)) as Pick<Profile, 'collectors' | 'collectorErrors'>);
-  return { ...summary, collectors: body.collectors ?? {}, ...(body.collectorErrors ? { collectorErrors: body.collectorErrors } : {}) };
+/**
+ * Configs no profile can refer to any more: last used (by a writer, in its clock) a day before the
+ * oldest profile arrived. A writer marks the configs it uses in every batch it writes.
+ */
+export const PRUNE_CONFIGS_SQL = 'DELETE FROM configs WHERE used < (SELECT min(time) FROM profiles) - 86400000';
+
+/** A stored row (summary columns, encoded panel data, the config apart) as the Profile it was. */
+export function profileOf(row: ProfileSummary & { encoding: number | null; data: Buffer | string | null; config: string | null }): Profile {
+  const { encoding, data, config, ...summary } = row;
+  const body = data == null ? { collectors: {} } : (JSON.parse(decode(encoding!, data)) as Partial<Pick<Profile, 'collectors' | 'collectorErrors'>> & { panels?: Record<string, unknown> });
+  const collectors = body.panels === undefined ? (body.collectors ?? {}) : unpackPanels(body.panels, body.collectors, summary);
+  // In its place among the panels (see serialise), when it was stored.
+  if (collectors.config === CONFIG_APART) collectors.config = config === null ? undefined : JSON.parse(config);
+  return { ...summary, collectors, ...(body.collectorErrors ? { collectorErrors: body.collectorErrors } : {}) };
 }

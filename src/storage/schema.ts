@@ -29,6 +29,13 @@ const MIGRATIONS: string[] = [
    END;`,
   // Which instance (host and pid, or the name given) served the request: several share one store.
   'ALTER TABLE profiles ADD COLUMN instance TEXT;',
+  // The config panel is the same for every request of a process: stored once, by its JSON.
+  `CREATE TABLE configs (
+     id INTEGER PRIMARY KEY,
+     data TEXT NOT NULL UNIQUE,
+     used INTEGER NOT NULL
+   );
+   ALTER TABLE profile_data ADD COLUMN config INTEGER;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -3,7 +3,7 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync, renameSync } fro
 import path from 'node:path';
 import { encode } from './codec.js';
 import { serialise, type Profile, type ProfileSummary, type StoredProfile } from './profile.js';
-import { findSql, profileOf, READ_SQL, sinceSql, SUMMARY_COLUMNS, type SearchFilter } from './query.js';
+import { findSql, profileOf, PRUNE_CONFIGS_SQL, READ_SQL, sinceSql, SUMMARY_COLUMNS, type SearchFilter } from './query.js';
 import type { ProfileReader, StoreStats } from './reader.js';
 import { migrate } from './schema.js';
 
@@ -35,7 +35,9 @@ export class ProfileStore implements ProfileReader {
       insert: db.prepare(`INSERT INTO profiles (${SUMMARY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (token) DO NOTHING`),
       tokensAfter: db.prepare('SELECT id, token FROM profiles WHERE id > ? ORDER BY id'),
       span: db.prepare('SELECT min(id) AS first, max(id) AS last FROM profiles'),
-      insertData: db.prepare('INSERT INTO profile_data (id, encoding, data) VALUES (?, ?, ?)'),
+      insertData: db.prepare('INSERT INTO profile_data (id, encoding, data, config) VALUES (?, ?, ?, ?)'),
+      useConfig: db.prepare('INSERT INTO configs (data, used) VALUES (?, ?) ON CONFLICT (data) DO UPDATE SET used = excluded.used RETURNING id').pluck(),
+      pruneConfigs: db.prepare(PRUNE_CONFIGS_SQL),
       read: db.prepare(READ_SQL),
       latest: db.prepare(`SELECT token FROM profiles WHERE type = ? ORDER BY id DESC LIMIT 1`).pluck(),
       // By the time index from the oldest end: a step that finds nothing too old reads nothing (ORDER BY id scanned the table).
@@ -45,7 +47,14 @@ export class ProfileStore implements ProfileReader {
     this.writeBatch = db.transaction((batch: StoredProfile[], seen: number, learn?: (token: string) => void): number => {
       if (learn) for (const { token } of this.tokensAfter(seen)) learn(token);
       let last = seen;
-      for (const { summary: s, data } of batch) {
+      // Looked up (and marked used) once a batch: another process's retention may have taken it since the last.
+      const configs = new Map<string, number>();
+      const configId = (config: string) => {
+        let id = configs.get(config);
+        if (id === undefined) configs.set(config, (id = this.stmts.useConfig.get(config, Date.now()) as number));
+        return id;
+      };
+      for (const { summary: s, data, config } of batch) {
         const put = (token: string) => this.stmts.insert.run(token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null);
         let token = s.token;
         let result = put(token);
@@ -53,7 +62,7 @@ export class ProfileStore implements ProfileReader {
         if (result.changes === 0) continue;
         const [encoding, stored] = encode(data);
         last = Number(result.lastInsertRowid);
-        this.stmts.insertData.run(last, encoding, stored);
+        this.stmts.insertData.run(last, encoding, stored, config === undefined ? null : configId(config));
       }
       return last;
     });
@@ -170,10 +179,11 @@ export class ProfileStore implements ProfileReader {
   prune(maxProfiles: number, maxAge?: number, now = Date.now()): string[] {
     // Rows go oldest first and ids only grow, so the id span is the count, read in O(log n).
     const { first, last } = this.stmts.span.get() as { first: number | null; last: number | null };
-    if (first !== null && last !== null && last - first + 1 > maxProfiles) {
-      return this.stmts.pruneCount.all(last - maxProfiles) as string[];
-    }
-    return maxAge === undefined ? [] : (this.stmts.pruneAge.all(now - maxAge) as string[]);
+    const gone = first !== null && last !== null && last - first + 1 > maxProfiles
+      ? (this.stmts.pruneCount.all(last - maxProfiles) as string[])
+      : maxAge === undefined ? [] : (this.stmts.pruneAge.all(now - maxAge) as string[]);
+    if (gone.length > 0) this.stmts.pruneConfigs.run();
+    return gone;
   }
 
   /**
@@ -186,6 +196,8 @@ export class ProfileStore implements ProfileReader {
     const changes = before === undefined
       ? this.db.prepare('DELETE FROM profiles').run().changes
       : this.db.prepare('DELETE FROM profiles WHERE time < ?').run(before).changes;
+    if (before === undefined) this.db.prepare('DELETE FROM configs').run();
+    else this.stmts.pruneConfigs.run();
     this.db.pragma('wal_checkpoint(TRUNCATE)');
     this.db.exec('VACUUM');
     this.db.pragma('wal_checkpoint(TRUNCATE)');
