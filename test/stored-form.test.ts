@@ -57,9 +57,10 @@ function snapshot(change: (s: Snapshot) => void = () => {}): Snapshot {
 /** What a panel page reads back: the profile as stored, then read. */
 function stored(s: Snapshot) {
   const profile = buildProfile(s, corePanels, { debug: true, bodyLimit: 64 * 1024, redactKeys: DEFAULT_REDACT_KEYS, slowQuery: 100 }, () => {});
+  const built = JSON.parse(JSON.stringify(profile));
   const row = serialise(profile);
   const read = profileOf({ ...row.summary, encoding: 0, data: row.data, config: row.config ?? null });
-  return { profile: JSON.parse(JSON.stringify(profile)), read, row };
+  return { profile: built, read, row };
 }
 
 describe('profiles are stored packed and read back as they were', () => {

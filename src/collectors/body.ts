@@ -52,11 +52,11 @@ export function describeParsed(value: unknown, cut: boolean, received: number, c
 /** The content type a body is described with: the Content-Type header's. */
 export const typeOf = (headers: Record<string, unknown>): string | undefined => (headers['content-type'] === undefined ? undefined : String(headers['content-type']));
 
-/** A body as stored: its content type when the headers say otherwise (null for none), `truncated` only when true. */
-export function packBody(body: BodyData, headers: Record<string, unknown>): StoredBody {
-  const { contentType, truncated, ...rest } = body;
-  const given = typeOf(headers);
-  return { ...rest, contentType: contentType === given ? undefined : (contentType ?? null), truncated: truncated || undefined };
+/** A body as stored, in place: its content type when the headers' (`given`) is another (null for none), `truncated` only when true. */
+export function packBody(body: BodyData, given: string | undefined): void {
+  const stored = body as unknown as StoredBody;
+  stored.contentType = body.contentType === given ? undefined : (body.contentType ?? null);
+  stored.truncated = body.truncated || undefined;
 }
 
 export type StoredBody = Omit<BodyData, 'contentType' | 'truncated'> & { contentType?: string | null; truncated?: true };

@@ -30,7 +30,10 @@ export interface CorePanel<T = unknown> extends PanelInfo<T> {
    * The data as stored: without what unpack() gets back exactly from the profile's summary (its
    * token, URL, method, status, time, duration), from the rest of the data, or from a default.
    * Every profile pays for what it stores, in bytes and in the writer's time: leave out what the
-   * summary already says. unpack(pack(data)) must be data, key order included.
+   * summary already says. unpack(pack(data)) must be data, key order included. pack() changes
+   * data in place (setting what is left out to undefined keeps the object's shape, and copies cost
+   * more than they save): the data is the writer's own, stored and dropped. It reads everything it
+   * needs before it changes anything, so that data of a shape it does not know is kept whole.
    */
   pack?(data: T, summary: ProfileSummary): unknown;
   unpack?(stored: never, summary: ProfileSummary): T;

@@ -11,6 +11,13 @@ export function pathOf(summary: ProfileSummary): string {
   return at < 0 ? '' : summary.url.slice(at);
 }
 
+/** The path of the summary's URL, without its query: what the routing panel shows. */
+export function pagePathOf(summary: ProfileSummary): string {
+  const path = pathOf(summary);
+  const query = path.indexOf('?');
+  return query < 0 ? path : path.slice(0, query);
+}
+
 /** scheme://host of the summary's URL. */
 const originOf = (summary: ProfileSummary): string => summary.url.slice(0, summary.url.length - pathOf(summary).length);
 
@@ -21,8 +28,11 @@ export const hostOf = (summary: ProfileSummary): string => originOf(summary).sli
 export const linkOf = (summary: ProfileSummary): string => `${originOf(summary)}/_profiler/${summary.token}`;
 
 /** An object with no keys, which the panels show for "none": left out, and put back as {}. */
-export const isEmpty = (value: unknown): boolean =>
-  value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0;
+export function isEmpty(value: unknown): boolean {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  for (const key in value) if (Object.hasOwn(value, key)) return false;
+  return true;
+}
 
 /** Put back what pack() left out of a field that is {} when there is none. */
 export const orEmpty = (value: unknown): unknown => (value === undefined ? {} : value);
@@ -32,18 +42,29 @@ const DERIVED = 0;
 
 export type DerivedHeaders = [name: string, derive: (summary: ProfileSummary) => string][];
 
-/** The headers with the usual values of `derived` marked DERIVED, in place: their order is what the panel shows. */
-export function packHeaders(headers: Record<string, unknown>, derived: DerivedHeaders, summary: ProfileSummary): Record<string, unknown> {
-  let packed: Record<string, unknown> | undefined;
-  for (const [name] of derived) if (headers[name] === DERIVED) return headers;
+/** The usual values of `derived` marked DERIVED, in place: their order is what the panel shows. */
+export function packHeaders(headers: Record<string, unknown>, derived: DerivedHeaders, summary: ProfileSummary): void {
+  for (const [name] of derived) if (headers[name] === DERIVED) return;
   for (const [name, derive] of derived) {
     const value = headers[name];
-    if (typeof value === 'string' && value === derive(summary)) (packed ??= Object.assign(Object.create(null) as Record<string, unknown>, headers))[name] = DERIVED;
+    if (typeof value === 'string' && value === derive(summary)) headers[name] = DERIVED;
   }
-  return packed ?? headers;
 }
 
 export function unpackHeaders(headers: Record<string, unknown>, derived: DerivedHeaders, summary: ProfileSummary): Record<string, unknown> {
   for (const [name, derive] of derived) if (headers[name] === DERIVED) headers[name] = derive(summary);
   return headers;
+}
+
+let dateSecond = NaN;
+let dateText = '';
+
+/** The Date header of a response sent in the second `time` falls in (one string a second, not one a profile). */
+export function httpDate(time: number): string {
+  const second = Math.floor(time / 1000);
+  if (second !== dateSecond) {
+    dateSecond = second;
+    dateText = new Date(second * 1000).toUTCString();
+  }
+  return dateText;
 }

@@ -69,7 +69,13 @@ export const logs: CorePanel<LogsData> = {
   id: 'logs',
   title: 'Logs',
   collect: (s, options) => logsData(s.logs, options.redactKeys, s.logsDropped),
-  pack: (d) => ({ lines: d.lines, dropped: d.dropped || undefined }),
+  pack(d) {
+    if (!Array.isArray(d.lines)) throw new TypeError('no lines');
+    const stored = d as unknown as Record<string, unknown>;
+    stored.counts = stored.channels = stored.capped = undefined;
+    if (d.dropped === 0) stored.dropped = undefined;
+    return d;
+  },
   unpack: (s: { lines: LogLine[]; dropped?: number }) => counted(s.lines, s.dropped ?? 0),
   badge: (data) => data.lines.length || undefined,
 };

@@ -72,7 +72,10 @@ export const performance: CorePanel<PerformanceData> = {
     if (timeline !== undefined) data.timeline = timeline;
     return data;
   },
-  pack: (d, summary) => (d.total === summary.duration ? { ...d, total: undefined } : d),
+  pack(d, summary) {
+    if (d.total === summary.duration) (d as { total?: number }).total = undefined;
+    return d;
+  },
   unpack: (s: Omit<PerformanceData, 'total'> & { total?: number }, summary) => ({ total: s.total ?? summary.duration, ...s }) as PerformanceData,
   badge: (data) => `${Math.round(data.total)} ms`,
 };

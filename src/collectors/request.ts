@@ -45,22 +45,19 @@ export const request: CorePanel<RequestData> = {
     };
   },
   pack(d, summary) {
-    const { server } = d;
-    return {
-      method: d.method === summary.method ? undefined : d.method,
-      url: d.url === pathOf(summary) ? undefined : d.url,
-      httpVersion: d.httpVersion === '1.1' ? undefined : d.httpVersion,
-      query: isEmpty(d.query) ? undefined : d.query,
-      body: d.body === undefined ? undefined : packBody(d.body, d.headers),
-      params: isEmpty(d.params) ? undefined : d.params,
-      headers: packHeaders(d.headers, derivedHeaders, summary),
-      cookies: isEmpty(d.cookies) ? undefined : d.cookies,
-      server: {
-        remoteAddress: server.remoteAddress === summary.ip ? undefined : (server.remoteAddress ?? null),
-        secure: server.secure || undefined,
-        pid: server.pid,
-      },
-    };
+    const { server, headers, body } = d;
+    const given = typeOf(headers);
+    const sameAddress = server.remoteAddress === summary.ip;
+    packHeaders(headers, derivedHeaders, summary);
+    if (body !== undefined) packBody(body, given);
+    const stored = d as unknown as Record<string, unknown>;
+    if (d.method === summary.method) stored.method = undefined;
+    if (d.url === pathOf(summary)) stored.url = undefined;
+    if (d.httpVersion === '1.1') stored.httpVersion = undefined;
+    for (const key of ['query', 'params', 'cookies'] as const) if (isEmpty(d[key])) stored[key] = undefined;
+    (server as { remoteAddress?: string | null }).remoteAddress = sameAddress ? undefined : (server.remoteAddress ?? null);
+    (server as { secure?: boolean }).secure = server.secure || undefined;
+    return d;
   },
   unpack(s: Partial<Omit<RequestData, 'body' | 'server'>> & Pick<RequestData, 'headers'> & { body?: StoredBody; server: { remoteAddress?: string | null; secure?: true; pid: number } }, summary) {
     const headers = unpackHeaders(s.headers, derivedHeaders, summary);

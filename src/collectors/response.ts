@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { CorePanel } from './collector.js';
 import { describeBytes, packBody, typeOf, unpackBody, type BodyData, type StoredBody } from './body.js';
-import { linkOf, packHeaders, unpackHeaders, type DerivedHeaders } from './derive.js';
+import { httpDate, linkOf, packHeaders, unpackHeaders, type DerivedHeaders } from './derive.js';
 import { redactHeaders } from './redact.js';
 
 export interface ResponseData {
@@ -25,13 +25,17 @@ export const response: CorePanel<ResponseData> = {
       aborted: s.aborted,
     };
   },
-  pack: (d, summary) => ({
-    status: d.status === summary.status ? undefined : d.status,
-    statusMessage: d.statusMessage === STATUS_CODES[d.status] ? undefined : (d.statusMessage ?? null),
-    headers: packHeaders(d.headers, derivedHeaders, summary),
-    body: packBody(d.body, d.headers),
-    aborted: d.aborted || undefined,
-  }),
+  pack(d, summary) {
+    const given = typeOf(d.headers);
+    const sameMessage = d.statusMessage === STATUS_CODES[d.status];
+    packHeaders(d.headers, derivedHeaders, summary);
+    packBody(d.body, given);
+    const stored = d as unknown as Record<string, unknown>;
+    stored.statusMessage = sameMessage ? undefined : (d.statusMessage ?? null);
+    if (d.status === summary.status) stored.status = undefined;
+    if (!d.aborted) stored.aborted = undefined;
+    return d;
+  },
   unpack(s: Omit<ResponseData, 'status' | 'statusMessage' | 'aborted' | 'body'> & { status?: number; statusMessage?: string | null; aborted?: true; body: StoredBody }, summary) {
     const status = s.status ?? summary.status;
     const headers = unpackHeaders(s.headers, derivedHeaders, summary);
@@ -52,5 +56,5 @@ const derivedHeaders: DerivedHeaders = [
   ['x-debug-token-link', linkOf],
   ['x-robots-tag', () => 'noindex'],
   // Node's Date header is the time the head went out, to the second: most often the arrival's second.
-  ['date', (summary) => new Date(summary.time).toUTCString()],
+  ['date', (summary) => httpDate(summary.time)],
 ];

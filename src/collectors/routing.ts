@@ -1,6 +1,6 @@
 import type { CorePanel } from './collector.js';
 import { redactValue } from './redact.js';
-import { isEmpty, orEmpty, pathOf } from './derive.js';
+import { isEmpty, orEmpty, pagePathOf } from './derive.js';
 
 export interface RoutingData {
   method: string;
@@ -19,15 +19,16 @@ export const routing: CorePanel<RoutingData> = {
     route: s.route,
     params: redactValue(s.params, options.redactKeys),
   }),
-  pack: (d, summary) => ({
-    method: d.method === summary.method ? undefined : d.method,
-    path: d.path === pathOf(summary).split('?')[0] ? undefined : d.path,
-    route: d.route,
-    params: isEmpty(d.params) ? undefined : d.params,
-  }),
+  pack(d, summary) {
+    const stored = d as unknown as Record<string, unknown>;
+    if (d.method === summary.method) stored.method = undefined;
+    if (d.path === pagePathOf(summary)) stored.path = undefined;
+    if (isEmpty(d.params)) stored.params = undefined;
+    return d;
+  },
   unpack: (s: Partial<RoutingData>, summary) => ({
     method: s.method ?? summary.method,
-    path: s.path ?? pathOf(summary).split('?')[0],
+    path: s.path ?? pagePathOf(summary),
     route: s.route,
     params: orEmpty(s.params),
   }),

@@ -40,32 +40,34 @@ export interface StoredProfile {
 export const CONFIG_APART = 0;
 
 /**
- * Serialise one profile alone. A panel that cannot be serialised (a BigInt, a cycle, a getter that
+ * Serialise one profile alone, packing its panels in place (see CorePanel.pack): the profile is
+ * the caller's to drop. A panel that cannot be serialised (a BigInt, a cycle, a getter that
  * throws, in an app's own panel) is replaced by a note of why: it costs its own data only, never
  * the profile, and never the batch it is written with.
  */
 export function serialise(profile: Profile): StoredProfile {
   const { collectors, collectorErrors, ...summary } = profile;
   const config = collectors.config === undefined ? undefined : JSON.stringify(collectors.config);
-  const stored = (given: Record<string, unknown>, errors: Record<string, string> | undefined) => {
-    const { panels, asIs } = packPanels(given, summary);
-    if (config !== undefined) panels.config = CONFIG_APART;
-    // `collectors` holds what could not be packed, as it is (see profileOf).
-    return JSON.stringify({ panels, collectors: asIs, collectorErrors: errors });
-  };
+  const { panels, asIs } = packPanels(collectors, summary);
+  if (config !== undefined) panels.config = CONFIG_APART;
+  // `collectors` holds what could not be packed, as it is (see profileOf).
   try {
-    return { summary, data: stored(collectors, collectorErrors), config };
+    return { summary, data: JSON.stringify({ panels, collectors: asIs, collectorErrors }), config };
   } catch {
-    const kept: Record<string, unknown> = {};
     const errors: Record<string, string> = { ...collectorErrors };
-    for (const [id, data] of Object.entries(collectors)) {
-      try {
-        JSON.stringify(data);
-        kept[id] = data;
-      } catch (err) {
-        errors[id] = `its data could not be stored: ${(err as Error)?.message ?? err}`;
+    const storable = (given: Record<string, unknown> | undefined) => {
+      if (given === undefined) return undefined;
+      const kept: Record<string, unknown> = {};
+      for (const [id, data] of Object.entries(given)) {
+        try {
+          JSON.stringify(data);
+          kept[id] = data;
+        } catch (err) {
+          errors[id] = `its data could not be stored: ${(err as Error)?.message ?? err}`;
+        }
       }
-    }
-    return { summary, data: stored(kept, errors), config };
+      return kept;
+    };
+    return { summary, data: JSON.stringify({ panels: storable(panels), collectors: storable(asIs), collectorErrors: errors }), config };
   }
 }

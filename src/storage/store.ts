@@ -124,9 +124,9 @@ export class ProfileStore implements ProfileReader {
     }
   }
 
-  /** Write profiles in one transaction (each serialised alone: see serialise()). */
+  /** Write profiles in one transaction (each serialised alone: see serialise(), which packs a copy here: the caller keeps its profiles). */
   insert(profiles: Profile[]): void {
-    this.insertSerialised(profiles.map(serialise));
+    this.insertSerialised(profiles.map((p) => serialise(structuredClone(p))));
   }
 
   /**
