@@ -5,6 +5,7 @@ import { contextOf, trackRequests } from './recording/context.js';
 import { isLoaded } from './recording/loaded.js';
 import { captureConsole, logger, pinoHttpLoaded } from './recording/logger.js';
 import { hookLoadedRouters } from './recording/layers.js';
+import { runInFront } from './recording/front.js';
 import { kProfileCpu, recorder } from './recording/recorder.js';
 import { cpuAsked } from './recording/cpu.js';
 import { checkAccess } from './web/access.js';
@@ -118,14 +119,25 @@ function assemble(options: ResolvedOptions, recording?: Recording): WebProfiler 
   const pages = recording?.pages;
 
   let pinoHttp: boolean | undefined;
+  let lastApp: unknown;
   const middleware = function webProfilerMiddleware(req: Request, res: Response, next: NextFunction) {
     // The first recorder to see a request owns it: mounted again in a sub-app, or a second profiler, adds nothing.
     if (contextOf(res) !== undefined) return next();
     if (record && pages && !recording.stopped()) {
-      if (isProfilerPath(req.url)) return pages(req, res);
+      if (isProfilerPath(req.url)) {
+        // As the router gives it to a layer: in front of the router (see runInFront) it has not yet.
+        req.baseUrl ??= '';
+        return pages(req, res);
+      }
       const cpu = cpuAsked(req.headers);
       if (cpu !== undefined) return askedForCpu(req, res, next, cpu);
-      return record(req, res, next);
+      record(req, res, next);
+      // After the first request's recording: the recorder has hooked the app's layers by then.
+      if (req.app !== lastApp) {
+        lastApp = req.app;
+        runInFront(req.app, middleware);
+      }
+      return;
     }
     // App code calls req.log whether or not the profiler records: it must exist and cost nothing
     // (unless pino-http gives it, which it does only where req.log is not set yet).

@@ -187,15 +187,20 @@ function appRouter(app: unknown): unknown {
 function endSeen(original: Handler): Handler {
   return function handle(this: unknown, req: unknown, res: unknown, callback: unknown) {
     if (typeof callback !== 'function' || contextOf(res) !== undefined) return original.call(this, req, res, callback);
-    return original.call(this, req, res, function done(this: unknown, err: unknown) {
-      const ctx = contextOf(res);
-      if (ctx !== undefined) {
-        if (err) noteError(ctx, err);
-        else ctx.route = undefined;
-      }
-      // eslint-disable-next-line prefer-rest-params
-      return (callback as Handler).apply(this, arguments as unknown as unknown[]);
-    });
+    return original.call(this, req, res, atEnd(res, callback as Handler));
+  };
+}
+
+/** The app router's final callback, noting for the request's profile what reaches it: an error no handler took, or no route answering. */
+export function atEnd(res: unknown, callback: Handler): Handler {
+  return function done(this: unknown, err: unknown) {
+    const ctx = contextOf(res);
+    if (ctx !== undefined) {
+      if (err) noteError(ctx, err);
+      else ctx.route = undefined;
+    }
+    // eslint-disable-next-line prefer-rest-params
+    return callback.apply(this, arguments as unknown as unknown[]);
   };
 }
 

@@ -189,16 +189,9 @@ export class PgProfileStore implements ProfileReader {
       await c.query('BEGIN');
       try {
         await c.query(`SELECT pg_advisory_xact_lock(${this.lock('insert')})`);
-        // Looked up (and marked used) once a batch: another instance's retention may have taken it since the last.
-        const given = [...new Set(rows.map((r) => r.config).filter((config) => config !== undefined))];
-        const configs = new Map<string, string>();
-        if (given.length > 0) {
-          const used = await c.query('INSERT INTO configs (data, used) SELECT unnest($1::text[]), $2 ON CONFLICT (data) DO UPDATE SET used = EXCLUDED.used RETURNING id, data', [given, Date.now()]);
-          for (const { id, data } of used.rows as { id: string; data: string }[]) configs.set(data, id);
-        }
         let batch = rows;
         while (batch.length > 0) {
-          const stored = new Set((await c.query(INSERT_SQL, columnsOf(batch, configs))).rows.map((r: { token: string }) => r.token));
+          const stored = new Set((await c.query(INSERT_SQL, columnsOf(batch))).rows.map((r: { token: string }) => r.token));
           batch = batch.filter((r) => !stored.has(r.summary.token) && r.summary.token.length < 32)
             .map((r) => ({ ...r, summary: { ...r.summary, token: `${r.summary.token}0` } }));
         }
@@ -280,29 +273,46 @@ function isConnectionError(err: unknown): boolean {
   return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|Connection terminated|timeout/i.test(`${code} ${(err as Error)?.message ?? ''}`);
 }
 
+/**
+ * One statement a batch: its configs (the distinct ones, $14, each row naming its own by position
+ * in $13) stored or marked used at $15 (another instance's retention may have taken one since the
+ * last batch), its profiles, their data.
+ */
 const INSERT_SQL = `WITH batch AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[], $7::bigint[], $8::float8[], $9::text[], $10::text[], $11::smallint[], $12::bytea[], $13::bigint[])
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[], $7::bigint[], $8::float8[], $9::text[], $10::text[], $11::smallint[], $12::bytea[], $13::integer[])
       WITH ORDINALITY AS b(token, parent, ip, method, url, status, time, duration, type, instance, encoding, data, config, n)
+  ), used AS (
+    INSERT INTO configs (data, used) SELECT c, $15::bigint FROM unnest($14::text[]) AS c
+    ON CONFLICT (data) DO UPDATE SET used = EXCLUDED.used
+    RETURNING id, data
   ), stored AS (
     INSERT INTO profiles (${SUMMARY_COLUMNS})
     SELECT ${SUMMARY_COLUMNS} FROM batch ORDER BY n
     ON CONFLICT (token) DO NOTHING
     RETURNING id, token
   ), data AS (
-    INSERT INTO profile_data (id, encoding, data, config) SELECT s.id, b.encoding, b.data, b.config FROM stored s JOIN batch b ON b.token = s.token
+    INSERT INTO profile_data (id, encoding, data, config)
+    SELECT s.id, b.encoding, b.data, u.id FROM stored s JOIN batch b ON b.token = s.token LEFT JOIN used u ON u.data = ($14::text[])[b.config]
   )
   SELECT token FROM stored`;
 
-/** A batch as the column arrays INSERT_SQL unnests; a token twice in one batch keeps its first row. */
-function columnsOf(rows: StoredProfile[], configs: Map<string, string>): unknown[][] {
+/** A batch as INSERT_SQL's parameters: the column arrays it unnests, then its configs and the time; a token twice in one batch keeps its first row. */
+function columnsOf(rows: StoredProfile[]): unknown[] {
   const cols: unknown[][] = Array.from({ length: 13 }, () => []);
+  const configs: string[] = [];
   const seen = new Set<string>();
   for (const { summary: s, data, config } of rows) {
     if (seen.has(s.token)) continue;
     seen.add(s.token);
     const [encoding, body] = encode(data);
-    const values = [s.token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null, encoding, typeof body === 'string' ? Buffer.from(body) : body, config === undefined ? null : configs.get(config)];
+    const values = [s.token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null, encoding, typeof body === 'string' ? Buffer.from(body) : body, config === undefined ? null : configAt(configs, config)];
     values.forEach((v, i) => cols[i].push(v));
   }
-  return cols;
+  return [...cols, configs, Date.now()];
+}
+
+/** The 1-based position of `config` in `configs`, added when new: a batch names each distinct config once. */
+function configAt(configs: string[], config: string): number {
+  const at = configs.indexOf(config);
+  return (at < 0 ? configs.push(config) : at + 1);
 }
