@@ -124,9 +124,9 @@ export class ProfileStore implements ProfileReader {
     }
   }
 
-  /** Write profiles in one transaction (each serialised alone: see serialise(), which packs a copy here: the caller keeps its profiles). */
+  /** Write profiles in one transaction, each serialised alone (see serialise(): they are packed in place, and are the store's). */
   insert(profiles: Profile[]): void {
-    this.insertSerialised(profiles.map((p) => serialise(structuredClone(p))));
+    this.insertSerialised(profiles.map(serialise));
   }
 
   /**
