@@ -22,7 +22,10 @@ export function pagePathOf(summary: ProfileSummary): string {
 const originOf = (summary: ProfileSummary): string => summary.url.slice(0, summary.url.length - pathOf(summary).length);
 
 /** The host of the summary's URL: the request's Host header, most often. */
-export const hostOf = (summary: ProfileSummary): string => originOf(summary).slice(originOf(summary).indexOf('//') + 2);
+export function hostOf(summary: ProfileSummary): string {
+  const origin = originOf(summary);
+  return origin.slice(origin.indexOf('//') + 2);
+}
 
 /** The profile's own link, as X-Debug-Token-Link gave it. */
 export const linkOf = (summary: ProfileSummary): string => `${originOf(summary)}/_profiler/${summary.token}`;
