@@ -33,18 +33,18 @@ function ownVersion(): string {
 
 const cached = new Map<boolean, ConfigData>();
 
-/** The same for every request of a process: worked out once, and the one object shared by every profile. */
+/** The same for every request of a process: worked out once, and the one object shared by every profile (frozen: its JSON is made once too). */
 function processConfig(debug: boolean): ConfigData {
   let config = cached.get(debug);
-  if (!config) cached.set(debug, (config = {
+  if (!config) cached.set(debug, (config = Object.freeze({
     node: process.version,
     express: versionOf('express', path.join(process.cwd(), 'index.js')),
     profiler: ownVersion(),
-    env: { NODE_ENV: process.env.NODE_ENV, APP_ENV: process.env.APP_ENV },
+    env: Object.freeze({ NODE_ENV: process.env.NODE_ENV, APP_ENV: process.env.APP_ENV }),
     platform: `${process.platform} ${process.arch}`,
     pid: process.pid,
     debug,
-  }));
+  })));
   return config;
 }
 

@@ -25,6 +25,16 @@ export function bounded(value: unknown, budget = PLAIN_BUDGET): Bounded {
   return { value: copy, cut: walk.cut, size: budget - Math.max(walk.left, 0) };
 }
 
+/**
+ * obj[key] = value as an own property of a plain object, `__proto__` included (assigning that one
+ * would set the prototype instead). Plain objects keep V8's fast shapes, which objects without a
+ * prototype lose: headers and cookie names are made this way, many per profile, and serialised.
+ */
+export function setOwn(obj: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(obj, key, { value, writable: true, enumerable: true, configurable: true });
+  else obj[key] = value;
+}
+
 /** The copy alone: see bounded(). */
 export const plain = (value: unknown, budget = PLAIN_BUDGET): unknown => bounded(value, budget).value;
 

@@ -1,3 +1,5 @@
+import { setOwn } from './plain.js';
+
 export const REDACTED = '[redacted]';
 
 /** Headers that carry a credential whatever their name: the value goes, at most a known scheme stays. */
@@ -155,18 +157,20 @@ function decodeName(name: string): string {
 
 /** Header values with credentials cut: a known scheme of Authorization stays, cookie names stay, secrets in URLs and parameters go. */
 export function redactHeaders(headers: Record<string, unknown>, keys: string[]): Record<string, unknown> {
-  const out = Object.create(null) as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
   for (const name of Object.keys(headers)) {
     const value = headers[name];
-    const n = name.toLowerCase();
-    if (value == null) continue;
-    if (SECRET_HEADERS.has(n)) out[name] = redactCredentials(n, String(value));
-    else if (n === 'cookie') out[name] = redactCookieHeader(String(value));
-    else if (n === 'set-cookie') out[name] = (Array.isArray(value) ? value : [value]).map((v) => redactSetCookie(String(v)));
-    else if (isSecretKey(n, keys) && !PUBLIC_HEADERS.has(n)) out[name] = REDACTED;
-    else out[name] = Array.isArray(value) ? value.map((v) => redactParameters(String(v), keys)) : redactParameters(String(value), keys);
+    if (value != null) setOwn(out, name, redactHeader(name.toLowerCase(), value, keys));
   }
   return out;
+}
+
+function redactHeader(n: string, value: unknown, keys: string[]): unknown {
+  if (SECRET_HEADERS.has(n)) return redactCredentials(n, String(value));
+  if (n === 'cookie') return redactCookieHeader(String(value));
+  if (n === 'set-cookie') return (Array.isArray(value) ? value : [value]).map((v) => redactSetCookie(String(v)));
+  if (isSecretKey(n, keys) && !PUBLIC_HEADERS.has(n)) return REDACTED;
+  return Array.isArray(value) ? value.map((v) => redactParameters(String(v), keys)) : redactParameters(String(value), keys);
 }
 
 /** A header value carries a secret as a parameter (`?token=`, `url=…?secret=`), if at all: one without `=` is left as it is. */
@@ -194,12 +198,12 @@ const redactSetCookie = (value: string) => {
 
 /** Cookie names from a Cookie header; their values are never kept. */
 export function cookieNames(header: string | undefined): Record<string, string> {
-  const out = Object.create(null) as Record<string, string>;
+  const out: Record<string, string> = {};
   if (!header) return out;
   for (const pair of header.split(';')) {
     const eq = pair.indexOf('=');
     const name = (eq < 0 ? pair : pair.slice(0, eq)).trim();
-    if (name) out[name] = REDACTED;
+    if (name) setOwn(out, name, REDACTED);
   }
   return out;
 }

@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Collector } from '../collectors/collector.js';
 import { collectEach } from '../collectors/build.js';
-import { bounded, plain } from '../collectors/plain.js';
+import { bounded, plain, setOwn } from '../collectors/plain.js';
 import { describeException, type ExceptionData } from '../errors/describe.js';
 import type { ResolvedOptions } from '../options.js';
 import type { LogLine, RequestContext, Span } from './context.js';
@@ -301,16 +301,16 @@ export function headersOf(head: string): Record<string, unknown> {
 }
 
 /**
- * Headers from [name, value, name, value, ...]: names in lower case, repeats as arrays, in an
- * object without a prototype, so that `constructor` or `__proto__` are headers like any other.
+ * Headers from [name, value, name, value, ...]: names in lower case, repeats as arrays, as own
+ * properties, so that `constructor` or `__proto__` are headers like any other.
  */
 function headersFrom(pairs: string[]): Record<string, unknown> {
-  const headers = Object.create(null) as Record<string, unknown>;
+  const headers: Record<string, unknown> = {};
   for (let i = 0; i + 1 < pairs.length; i += 2) {
     const name = String(pairs[i]).toLowerCase();
     const value = String(pairs[i + 1]);
     const seen = headers[name];
-    if (seen === undefined) headers[name] = value;
+    if (seen === undefined || !Object.hasOwn(headers, name)) setOwn(headers, name, value);
     else if (Array.isArray(seen)) seen.push(value);
     else headers[name] = [seen, value];
   }

@@ -39,6 +39,17 @@ export interface StoredProfile {
 
 export const CONFIG_APART = 0;
 
+let lastConfig: unknown;
+let lastConfigJson = '';
+
+/** The config panel is one frozen object per process (see collectors/config.ts): serialised once. */
+function configJson(config: unknown): string {
+  if (config === lastConfig) return lastConfigJson;
+  const json = JSON.stringify(config);
+  if (Object.isFrozen(config)) [lastConfig, lastConfigJson] = [config, json];
+  return json;
+}
+
 /**
  * Serialise one profile alone, packing its panels in place (see CorePanel.pack): the profile is
  * the caller's to drop. A panel that cannot be serialised (a BigInt, a cycle, a getter that
@@ -47,7 +58,7 @@ export const CONFIG_APART = 0;
  */
 export function serialise(profile: Profile): StoredProfile {
   const { collectors, collectorErrors, ...summary } = profile;
-  const config = collectors.config === undefined ? undefined : JSON.stringify(collectors.config);
+  const config = collectors.config === undefined ? undefined : configJson(collectors.config);
   const { panels, asIs } = packPanels(collectors, summary);
   if (config !== undefined) panels.config = CONFIG_APART;
   // `collectors` holds what could not be packed, as it is (see profileOf).

@@ -34,7 +34,8 @@ export class ProfileStore implements ProfileReader {
     this.stmts = {
       insert: db.prepare(`INSERT INTO profiles (${SUMMARY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (token) DO NOTHING`),
       tokensAfter: db.prepare('SELECT id, token FROM profiles WHERE id > ? ORDER BY id'),
-      span: db.prepare('SELECT min(id) AS first, max(id) AS last FROM profiles'),
+      // Each in its own subquery: SQLite reads min() or max() alone off the end of the id b-tree, both together by scanning every row.
+      span: db.prepare('SELECT (SELECT min(id) FROM profiles) AS first, (SELECT max(id) FROM profiles) AS last'),
       insertData: db.prepare('INSERT INTO profile_data (id, encoding, data, config) VALUES (?, ?, ?, ?)'),
       useConfig: db.prepare('INSERT INTO configs (data, used) VALUES (?, ?) ON CONFLICT (data) DO UPDATE SET used = excluded.used RETURNING id').pluck(),
       pruneConfigs: db.prepare(PRUNE_CONFIGS_SQL),
