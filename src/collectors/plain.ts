@@ -16,8 +16,8 @@ export interface Bounded {
  * functions, Errors, byte arrays and deep or huge structures become short readable strings
  * instead of throwing at serialisation time or costing without bound. The walk spends at most
  * `budget` (about the bytes of the copy's JSON, so shared references cannot make it explode);
- * past it, what is left is dropped and `cut` says so. Objects are copied without a prototype, so
- * keys such as `__proto__` and `constructor` stay ordinary keys that are shown, never lost.
+ * past it, what is left is dropped and `cut` says so. Keys are copied as own properties (setOwn),
+ * so keys such as `__proto__` and `constructor` stay ordinary keys that are shown, never lost.
  */
 export function bounded(value: unknown, budget = PLAIN_BUDGET): Bounded {
   const walk = new Walk(budget);
@@ -110,7 +110,7 @@ class Walk {
   }
 
   private object(obj: object, depth: number): Record<string, unknown> {
-    const out = Object.create(null) as Record<string, unknown>;
+    const out: Record<string, unknown> = {};
     let n = 0;
     for (const key in obj) {
       if (n++ >= MAX_ENTRIES || this.left <= 0) {
@@ -119,7 +119,7 @@ class Walk {
       }
       this.spend(key.length + 4);
       const v = this.copy((obj as Record<string, unknown>)[key], depth + 1);
-      if (v !== undefined) out[key] = v;
+      if (v !== undefined) setOwn(out, key, v);
     }
     return out;
   }

@@ -36,7 +36,7 @@ const MAX_NODES = 200_000;
 /**
  * A copy of a parsed body, query or context with the values of secret-looking fields replaced, at
  * any depth. Cycles are cut and every node is visited at most once per path, within a bound.
- * Copies have no prototype, so `__proto__` stays an ordinary key.
+ * Keys are copied as own properties (setOwn), so `__proto__` stays an ordinary key.
  */
 export function redactValue(value: unknown, keys: string[]): unknown {
   let nodes = 0;
@@ -50,10 +50,10 @@ export function redactValue(value: unknown, keys: string[]): unknown {
     ancestors.push(v);
     try {
       if (Array.isArray(v)) return v.map(walk);
-      const out = Object.create(null) as Record<string, unknown>;
+      const out: Record<string, unknown> = {};
       for (const k of Object.keys(v)) {
         const item = (v as Record<string, unknown>)[k];
-        out[k] = isSecretKey(k, keys) && item !== '' && item != null ? REDACTED : walk(item);
+        setOwn(out, k, isSecretKey(k, keys) && item !== '' && item != null ? REDACTED : walk(item));
       }
       return out;
     } finally {
