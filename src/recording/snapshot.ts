@@ -292,29 +292,31 @@ export function snapshotOf(c: Captured): Snapshot {
 
 /** The headers of a response head ("HTTP/1.1 200 OK\r\nName: value\r\n...\r\n\r\n"), names in lower case, repeats as arrays. */
 export function headersOf(head: string): Record<string, unknown> {
-  const pairs: string[] = [];
-  for (const line of head.split('\r\n').slice(1)) {
-    const colon = line.indexOf(':');
-    if (colon > 0) pairs.push(line.slice(0, colon), line.slice(colon + 1).trim());
-  }
-  return headersFrom(pairs);
-}
-
-/**
- * Headers from [name, value, name, value, ...]: names in lower case, repeats as arrays, as own
- * properties, so that `constructor` or `__proto__` are headers like any other.
- */
-function headersFrom(pairs: string[]): Record<string, unknown> {
   const headers: Record<string, unknown> = {};
-  for (let i = 0; i + 1 < pairs.length; i += 2) {
-    const name = String(pairs[i]).toLowerCase();
-    const value = String(pairs[i + 1]);
-    const seen = headers[name];
-    if (seen === undefined || !Object.hasOwn(headers, name)) setOwn(headers, name, value);
-    else if (Array.isArray(seen)) seen.push(value);
-    else headers[name] = [seen, value];
+  // Read in place, line by line after the status line: no array of lines, no array of pairs.
+  for (let at = head.indexOf('\r\n') + 2; at > 1 && at < head.length;) {
+    const end = head.indexOf('\r\n', at);
+    const stop = end < 0 ? head.length : end;
+    const colon = head.indexOf(':', at);
+    if (colon > at && colon < stop) addHeader(headers, head.slice(at, colon).toLowerCase(), head.slice(colon + 1, stop).trim());
+    at = stop + 2;
   }
   return headers;
+}
+
+/** Headers from [name, value, name, value, ...]: names in lower case, repeats as arrays. */
+function headersFrom(pairs: string[]): Record<string, unknown> {
+  const headers: Record<string, unknown> = {};
+  for (let i = 0; i + 1 < pairs.length; i += 2) addHeader(headers, String(pairs[i]).toLowerCase(), String(pairs[i + 1]));
+  return headers;
+}
+
+/** One header into `headers`, as an own property, so that `constructor` or `__proto__` are headers like any other. */
+function addHeader(headers: Record<string, unknown>, name: string, value: string): void {
+  const seen = headers[name];
+  if (seen === undefined || !Object.hasOwn(headers, name)) setOwn(headers, name, value);
+  else if (Array.isArray(seen)) seen.push(value);
+  else headers[name] = [seen, value];
 }
 
 /**
