@@ -418,19 +418,22 @@ describe('17. what the panels show is what happened', () => {
   it('headers named constructor and keys named __proto__ are shown as they came', async () => {
     const { url, profiler, database } = await serve((app) => {
       app.use(express.json());
-      app.post('/odd', (_req, res) => res.setHeader('constructor', 'built').json({ ok: true }));
+      app.post('/odd', (_req, res) => res.setHeader('constructor', 'built').setHeader('__proto__', 'fromApp').json({ ok: true }));
     });
     // fetch drops a header named __proto__; Node's client sends what it is given.
     await new Promise((resolve, reject) => {
       const target = new URL(`${url}/odd?__proto__=fromQuery`);
       httpRequest({ host: target.hostname, port: target.port, method: 'POST', path: target.pathname + target.search,
-        headers: { 'content-type': 'application/json', cookie: '__proto__=fromCookie', ['__proto__']: 'fromHeader' } }, (res) => res.resume().on('end', resolve))
+        headers: { 'content-type': 'application/json', cookie: '__proto__=fromCookie; constructor=c', ['__proto__']: 'fromHeader', constructor: 'sent' } }, (res) => res.resume().on('end', resolve))
         .on('error', reject)
         .end('{"__proto__": {"polluted": true}, "constructor": "fromBody"}');
     });
     profiler.flush();
     const { request, response } = readRows(database)[0].collectors;
     expect(response.headers.constructor).toBe('built');
+    expect(Object.getOwnPropertyDescriptor(response.headers, '__proto__')?.value).toBe('fromApp');
+    expect(request.headers.constructor).toBe('sent');
+    expect(Object.getOwnPropertyDescriptor(request.cookies, 'constructor')?.value).toBe('[redacted]');
     expect(Object.getOwnPropertyDescriptor(request.query, '__proto__')?.value).toBe('fromQuery');
     expect(Object.getOwnPropertyDescriptor(request.cookies, '__proto__')?.value).toBe('[redacted]');
     expect(Object.getOwnPropertyDescriptor(request.headers, '__proto__')?.value).toBe('fromHeader');
