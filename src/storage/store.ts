@@ -55,11 +55,11 @@ export class ProfileStore implements ProfileReader {
         if (id === undefined) configs.set(config, (id = this.stmts.useConfig.get(config, Date.now()) as number));
         return id;
       };
+      const put = (s: ProfileSummary, token: string) => this.stmts.insert.run(token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null);
       for (const { summary: s, data, config } of batch) {
-        const put = (token: string) => this.stmts.insert.run(token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null);
         let token = s.token;
-        let result = put(token);
-        while (result.changes === 0 && token.length < 32) result = put((token += '0'));
+        let result = put(s, token);
+        while (result.changes === 0 && token.length < 32) result = put(s, (token += '0'));
         if (result.changes === 0) continue;
         const [encoding, stored] = encode(data);
         last = Number(result.lastInsertRowid);
@@ -140,7 +140,6 @@ export class ProfileStore implements ProfileReader {
   insertSerialised(rows: StoredProfile[], seen = 0, learn?: (token: string) => void): number {
     return this.writeBatch.immediate(rows, seen, learn);
   }
-
 
   /** Tokens stored after row `id`, with their row ids: all of them from 0, or what others wrote since. */
   tokensAfter(id: number): { id: number; token: string }[] {
