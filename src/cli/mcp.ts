@@ -133,4 +133,4 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
   await store.close();
 }
 
-const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+const VERSION = (createRequire(__filename)('../../package.json') as { version: string }).version;

@@ -4,7 +4,6 @@ import { isToken } from '../recording/token.js';
 import { withoutPassword } from '../storage/location.js';
 import { openReader } from '../storage/open.js';
 import type { ProfileReader } from '../storage/reader.js';
-import { serveMcp } from './mcp.js';
 import { SCHEMA_PATTERN } from '../storage/location.js';
 
 export interface Io {
@@ -68,12 +67,7 @@ export function run(argv: string[], io: Io, env: NodeJS.ProcessEnv = process.env
     return 2;
   }
   const where = withoutPassword(file);
-  if (command === 'mcp') {
-    return serveMcp(file, schema, stop).then(() => 0, (err: Error) => {
-      io.err(`cannot serve ${where}: ${err.message}`);
-      return 1;
-    });
-  }
+  if (command === 'mcp') return mcpCommand(file, schema, where, io, stop);
   let store: ProfileReader;
   try {
     store = openReader(file, schema);
@@ -217,5 +211,22 @@ async function tail(store: ProfileReader, io: Io, json: boolean, stop: AbortSign
     };
     if (stop?.aborted) end();
     else stop?.addEventListener('abort', end, { once: true });
+  });
+}
+
+/** The MCP SDK is an optional dependency: an app that only mounts the middleware never installs it. */
+async function mcpCommand(file: string, schema: string, where: string, io: Io, stop?: AbortSignal): Promise<number> {
+  let mcp: typeof import('./mcp.js');
+  try {
+    mcp = await import('./mcp.js');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'MODULE_NOT_FOUND' && code !== 'ERR_MODULE_NOT_FOUND') throw err;
+    io.err(`the MCP server needs the optional packages @modelcontextprotocol/sdk and zod: npm install --save-dev @modelcontextprotocol/sdk zod\n(${(err as Error).message.split('\n')[0]})`);
+    return 1;
+  }
+  return mcp.serveMcp(file, schema, stop).then(() => 0, (err: Error) => {
+    io.err(`cannot serve ${where}: ${(err as Error).message}`);
+    return 1;
   });
 }

@@ -25,7 +25,7 @@ function versionOf(name: string, from: string): string {
 /** src/collectors and dist/collectors both sit two levels below the package root. */
 function ownVersion(): string {
   try {
-    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    return (JSON.parse(readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')) as { version: string }).version;
   } catch {
     return 'unknown';
   }

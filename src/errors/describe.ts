@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { inspect } from 'node:util';
 import { parse } from 'stacktrace-parser';
 import { redactText } from '../collectors/redact.js';
@@ -149,7 +150,7 @@ export function redactException(data: ExceptionData, keys: string[]): ExceptionD
 }
 
 /** The profiler's own code is a library to its users, wherever it is installed from. */
-const OWN_CODE = ['src', 'dist'].map((dir) => toPath(new URL(`../../${dir}/`, import.meta.url).href));
+const OWN_CODE = ['src', 'dist'].map((dir) => path.resolve(__dirname, '../..', dir) + path.sep);
 const isOwnCode = (file: string) => OWN_CODE.some((dir) => file.startsWith(dir)) && !/[\\/]demo[\\/]/.test(file);
 
 const kindOf = (file: string): FrameInfo['kind'] => {

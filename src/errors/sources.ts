@@ -17,7 +17,7 @@ const CACHED_FILES = 200;
 const RECHECK_MS = 1000;
 
 /** Modules loaded through require (CommonJS, and CommonJS imported from ESM): the process's own list. */
-const loadedModules = createRequire(import.meta.url).cache;
+const loadedModules = createRequire(__filename).cache;
 
 export const toPath = (file: string): string => {
   if (!file.startsWith('file://')) return file;

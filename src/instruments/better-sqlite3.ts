@@ -22,9 +22,9 @@ const wrapped = Symbol('web-profiler.sqlite');
 export const betterSqlite3: DriverAdapter = {
   name: 'better-sqlite3',
   main: /[\\/]node_modules[\\/]better-sqlite3[\\/]lib[\\/]index\.js$/,
-  matches: (exports) => typeof exports === 'function' && typeof (exports as { prototype?: { prepare?: unknown } }).prototype?.prepare === 'function' && (exports as { name?: string }).name === 'Database',
-  hook(exports) {
-    const DatabaseClass = exports as typeof Database;
+  matches: (loaded) => typeof loaded === 'function' && typeof (loaded as { prototype?: { prepare?: unknown } }).prototype?.prepare === 'function' && (loaded as { name?: string }).name === 'Database',
+  hook(loaded) {
+    const DatabaseClass = loaded as typeof Database;
     const probe = new DatabaseClass(':memory:');
     ownDatabases.add(probe);
     const statementProto = Object.getPrototypeOf(probe.prepare('SELECT 1')) as Record<string | symbol, unknown>;

@@ -1,6 +1,6 @@
 /**
  * A database driver the profiler records. One file per driver: how to recognise the package's
- * exports, and how to hook them, once, so that every statement the app runs on any of its
+ * loaded, and how to hook them, once, so that every statement the app runs on any of its
  * connections lands in the running request's profile (see ../inside.ts).
  */
 export interface DriverAdapter {
@@ -8,10 +8,10 @@ export interface DriverAdapter {
   name: string;
   /** Its main module's path inside node_modules, as the require cache holds it. */
   main: RegExp;
-  /** Whether `exports` are this package's: for instrument(), with a module the app passes itself. */
-  matches(exports: unknown): boolean;
+  /** Whether `loaded` is this package's: for instrument(), with a module the app passes itself. */
+  matches(loaded: unknown): boolean;
   /** Hook the package's prototypes. Called once per copy of the package. */
-  hook(exports: unknown): void;
+  hook(loaded: unknown): void;
   /** EXPLAIN a SELECT on the connection it ran on: the plan's rows, in the order the database gave them. */
   explain?(connection: object, sql: string, params: unknown): Promise<PlanRow[]> | PlanRow[];
 }

@@ -7,13 +7,13 @@ import { pg } from './pg.js';
 /** The drivers recorded with no setup. A new one: its adapter file beside these, and its name here. */
 export const drivers: DriverAdapter[] = [betterSqlite3, pg, mysql2];
 
-const requireCache = createRequire(import.meta.url).cache;
+const requireCache = createRequire(__filename).cache;
 const hooked = new WeakSet<object>();
 
-function hookOnce(adapter: DriverAdapter, exports: unknown): boolean {
-  if (exports === null || (typeof exports !== 'object' && typeof exports !== 'function') || hooked.has(exports)) return false;
-  hooked.add(exports);
-  adapter.hook(exports);
+function hookOnce(adapter: DriverAdapter, loaded: unknown): boolean {
+  if (loaded === null || (typeof loaded !== 'object' && typeof loaded !== 'function') || hooked.has(loaded)) return false;
+  hooked.add(loaded);
+  adapter.hook(loaded);
   return true;
 }
 
@@ -42,11 +42,11 @@ export function instrumentLoaded(tell: (message: string) => void): boolean {
  * the first request): `instrument(pg)`. Returns the adapter's name, or throws for a module no
  * adapter knows.
  */
-export function instrument(exports: unknown): string {
-  const module = (exports as { default?: unknown } | null)?.default ?? exports;
-  const adapter = drivers.find((d) => d.matches(module)) ?? drivers.find((d) => d.matches(exports));
+export function instrument(loaded: unknown): string {
+  const namespace = (loaded as { default?: unknown } | null)?.default ?? loaded;
+  const adapter = drivers.find((d) => d.matches(namespace)) ?? drivers.find((d) => d.matches(loaded));
   if (adapter === undefined) throw new TypeError('instrument(): not a driver the profiler knows (better-sqlite3, pg, mysql2)');
-  hookOnce(adapter, adapter.matches(module) ? module : exports);
+  hookOnce(adapter, adapter.matches(namespace) ? namespace : loaded);
   return adapter.name;
 }
 

@@ -53,7 +53,7 @@ let subscribed = false;
 export const mysql2: DriverAdapter = {
   name: 'mysql2',
   main: /[\\/]node_modules[\\/]mysql2[\\/]index\.js$/,
-  matches: (exports) => typeof (exports as { createPool?: unknown })?.createPool === 'function' && typeof (exports as { format?: unknown }).format === 'function',
+  matches: (loaded) => typeof (loaded as { createPool?: unknown })?.createPool === 'function' && typeof (loaded as { format?: unknown }).format === 'function',
   hook() {
     if (subscribed || typeof dc.tracingChannel !== 'function') return;
     subscribed = true;

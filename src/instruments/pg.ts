@@ -32,10 +32,10 @@ let asking: { ctx: RequestContext; caller: string | undefined } | undefined;
 export const pg: DriverAdapter = {
   name: 'pg',
   main: /[\\/]node_modules[\\/]pg[\\/]lib[\\/]index\.js$/,
-  matches: (exports) => typeof (exports as { Client?: { prototype?: { query?: unknown } } })?.Client?.prototype?.query === 'function' &&
-    typeof (exports as { Pool?: unknown }).Pool === 'function',
-  hook(exports) {
-    const { Client, Pool } = exports as { Client: { prototype: Record<string | symbol, unknown> }; Pool: { prototype: object } };
+  matches: (loaded) => typeof (loaded as { Client?: { prototype?: { query?: unknown } } })?.Client?.prototype?.query === 'function' &&
+    typeof (loaded as { Pool?: unknown }).Pool === 'function',
+  hook(loaded) {
+    const { Client, Pool } = loaded as { Client: { prototype: Record<string | symbol, unknown> }; Pool: { prototype: object } };
     if (!Client.prototype[kHooked]) {
       Client.prototype[kHooked] = true;
       Client.prototype.query = clientQuery(Client.prototype.query as Fn);

@@ -1,9 +1,9 @@
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** The package's own directory (src/ or dist/ under it), as a path and as ES modules name it: its frames are never the caller. */
-const OWN_URL = new URL('../', new URL('.', import.meta.url)).href;
-const OWN = fileURLToPath(OWN_URL);
+const OWN = path.resolve(__dirname, '..') + path.sep;
+const OWN_URL = pathToFileURL(OWN).href;
 const NODE_MODULES = `${path.sep}node_modules${path.sep}`;
 
 type Site = NodeJS.CallSite;

@@ -204,7 +204,7 @@ export function atEnd(res: unknown, callback: Handler): Handler {
   };
 }
 
-const requireCache = createRequire(import.meta.url).cache;
+const requireCache = createRequire(__filename).cache;
 const ROUTER_FILE = /[\\/]node_modules[\\/](router[\\/]index|[^\\/]+[\\/]lib[\\/]router[\\/]index)\.js$/;
 const hookedRouters = new WeakSet<object>();
 

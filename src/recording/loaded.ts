@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 
-const loadedModules = createRequire(import.meta.url).cache;
+const loadedModules = createRequire(__filename).cache;
 
 /** Whether a module whose file matches `pattern` is in the require cache (ES modules importing CommonJS packages load them there too). */
 export function isLoaded(pattern: RegExp): boolean {

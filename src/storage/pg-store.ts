@@ -31,7 +31,7 @@ export function hasPg(): boolean {
   }
 }
 
-const requirePg = createRequire(import.meta.url);
+const requirePg = createRequire(__filename);
 
 /** Marks the profiler's own statements, so that the pg instrument never records them as the app's. */
 const kOwn = Symbol.for('express-web-profiler.own-query');

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import path from 'node:path';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { sendable, type Captured } from '../recording/snapshot.js';
 import { TokenBitmap } from './token-bitmap.js';
@@ -22,9 +22,9 @@ const START_ATTEMPTS = 4;
 const RETRY_BASE_MS = 500;
 
 /** Vitest runs the TypeScript sources; the thread always runs the built JavaScript (npm test builds first). */
-const SCRIPT = import.meta.url.endsWith('.ts')
-  ? new URL('../../dist/storage/writer-thread.js', import.meta.url)
-  : new URL('./writer-thread.js', import.meta.url);
+const SCRIPT = __filename.endsWith('.ts')
+  ? path.resolve(__dirname, '../../dist/storage/writer-thread.js')
+  : path.join(__dirname, 'writer-thread.js');
 
 type Open = Extract<ToWriter, { type: 'open' }>;
 type Call = Exclude<ToWriter, { type: 'profiles' | 'open' }>;
@@ -49,7 +49,7 @@ class WriterThread {
   private start(): MessagePort | undefined {
     if (this.stopped || this.retry) return undefined;
     if (!existsSync(SCRIPT)) {
-      this.cannotStart(`its script ${fileURLToPath(SCRIPT)} is missing (a bundle must ship it beside the profiler's code)`);
+      this.cannotStart(`its script ${SCRIPT} is missing (a bundle must ship it beside the profiler's code)`);
       return undefined;
     }
     const { port1, port2 } = new MessageChannel();

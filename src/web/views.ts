@@ -4,10 +4,9 @@ import { readFileSync } from 'node:fs';
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 
 /** views/ sits beside src/ and dist/ at the package root. */
-export const VIEWS = fileURLToPath(new URL('../../views', import.meta.url));
+export const VIEWS = path.resolve(__dirname, '../../views');
 
 const eta = new Eta({ views: VIEWS, cache: true, autoEscape: true, autoTrim: false });
 
