@@ -7,7 +7,7 @@ import { captureConsole, logger, pinoHttpLoaded } from './recording/logger.js';
 import { hookLoadedRouters } from './recording/layers.js';
 import { runInFront } from './recording/front.js';
 import { kProfileCpu, recorder } from './recording/recorder.js';
-import { cpuAsked } from './recording/cpu.js';
+import { cpuAsked, exactCpuProfiles } from './recording/cpu.js';
 import { checkAccess } from './web/access.js';
 import { capture } from './recording/snapshot.js';
 import { errorHandler } from './errors/error-handler.js';
@@ -63,6 +63,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     if (isLoaded(ASYNC_LIBRARIES)) trackRequests();
   };
   findDrivers();
+  exactCpuProfiles();
   const explainable = new ExplainRegistry();
   const record = recorder({
     debug,
@@ -157,9 +158,10 @@ function assemble(options: ResolvedOptions, recording?: Recording): WebProfiler 
     else go(verdict.ok);
   }
 
+  const handleErrors = errorHandler(options);
   return Object.assign(middleware, {
-    notFound: notFound(),
-    errorHandler: errorHandler(options),
+    notFound: notFound(options.debug ? handleErrors : undefined),
+    errorHandler: handleErrors,
     options,
     store: () => recording?.store(),
     flush: () => recording?.flush() ?? 0,

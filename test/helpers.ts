@@ -1,10 +1,10 @@
-import Database from 'better-sqlite3';
 import type { Express } from 'express';
 import { mkdtempSync } from 'node:fs';
 import type { AddressInfo, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { profileOf, READ_SQL } from '../src/storage/query.js';
+import { openDatabase } from '../src/storage/sqlite.js';
 
 export interface Running {
   url: string;
@@ -33,7 +33,7 @@ export const tempDb = (): string => path.join(tempDir(), 'profiler.sqlite');
 
 /** The stored rows, read straight from the SQLite file as another process would, and made into the profiles they store. */
 export function readRows(file: string): Array<{ token: string; method: string; url: string; status: number; ip: string; duration: number; type: string; collectors: Record<string, any>; collectorErrors?: Record<string, string> }> {
-  const db = new Database(file, { readonly: true });
+  const db = openDatabase(file, { readonly: true });
   try {
     const rows = db.prepare(`SELECT p.id, ${READ_SQL.slice('SELECT '.length).replace(/WHERE p.token = \?$/, 'ORDER BY p.id')}`).all() as any[];
     return rows.map(({ id, ...row }) => ({ id, ...profileOf(row) }));

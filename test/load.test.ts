@@ -1,5 +1,5 @@
 import autocannon from 'autocannon';
-import Database from 'better-sqlite3';
+import { openDatabase } from '../src/storage/sqlite.js';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -53,8 +53,8 @@ describe.skipIf(!LONG)('load against npm start', () => {
       expect(rssAfter - rssBefore).toBeLessThan(150 * 2 ** 20);
       // Let the last batch land (flushes every 100 ms), then read every token back.
       await new Promise((r) => setTimeout(r, 1000));
-      const db = new Database(path.join(dir, 'storage', 'profiler-dev.sqlite'), { readonly: true });
-      const stored = new Set(db.prepare('SELECT token FROM profiles').pluck().all() as string[]);
+      const db = openDatabase(path.join(dir, 'storage', 'profiler-dev.sqlite'), { readonly: true });
+      const stored = new Set((db.prepare('SELECT token FROM profiles').all() as { token: string }[]).map((row) => row.token));
       db.close();
       expect(stored.size).toBeGreaterThanOrEqual(answered);
       expect(stored.size).toBeLessThanOrEqual(100_000);
@@ -62,8 +62,8 @@ describe.skipIf(!LONG)('load against npm start', () => {
       // Past the cap, retention prunes the oldest: the count stays at the cap.
       await run(5_000);
       await new Promise((r) => setTimeout(r, 3000));
-      const again = new Database(path.join(dir, 'storage', 'profiler-dev.sqlite'), { readonly: true });
-      const count = again.prepare('SELECT count(*) FROM profiles').pluck().get() as number;
+      const again = openDatabase(path.join(dir, 'storage', 'profiler-dev.sqlite'), { readonly: true });
+      const count = (again.prepare('SELECT count(*) AS n FROM profiles').get() as { n: number }).n;
       again.close();
       expect(count).toBe(cap);
     } finally {

@@ -144,8 +144,11 @@ describe('recorder: the stored profile', () => {
     profiler.flush();
     const row = readRows(database).find((r) => r.token === token)!;
     expect(row.status).toBe(500);
+    expect(row.collectors.exception.status).toBe(500);
     const [thrown] = row.collectors.exception.chain;
-    expect(thrown).toMatchObject({ class: 'Error', message: 'the database is gone', status: 500 });
+    expect(thrown).toMatchObject({ class: 'Error', message: 'the database is gone' });
+    // The error has no status of its own: only the status sent is said.
+    expect(thrown.status).toBeUndefined();
     const appFrame = thrown.frames.find((f: any) => f.kind === 'app');
     expect(appFrame.file).toContain('recorder.test.ts');
     expect(appFrame.excerpt.lines.join('\n')).toContain("next(new Error('the database is gone'))");

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import { openDatabase } from '../src/storage/sqlite.js';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildProfile } from '../src/collectors/build.js';
@@ -146,10 +146,10 @@ describe('stored profiles, through a running app', () => {
     expect(profile.collectors.request.headers.host).toBe(new URL(r.url).host);
     expect(profile.collectors.request.server.remoteAddress).toBe('127.0.0.1');
     expect(profile.collectors.config).toMatchObject({ node: process.version, pid: process.pid });
-    const db = new Database(database, { readonly: true });
+    const db = openDatabase(database, { readonly: true });
     try {
       expect(db.prepare('SELECT count(*) AS n FROM configs').get()).toEqual({ n: 1 });
-      const sizes = db.prepare('SELECT length(data) AS n FROM profile_data').pluck().all() as number[];
+      const sizes = (db.prepare('SELECT length(data) AS n FROM profile_data').all() as { n: number }[]).map((row) => row.n);
       expect(sizes).toHaveLength(20);
       for (const n of sizes) expect(n).toBeLessThan(900);
     } finally {

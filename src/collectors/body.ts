@@ -1,3 +1,4 @@
+import * as zlib from 'node:zlib';
 import type { RawBody } from '../recording/snapshot.js';
 import { redactText, redactValue } from './redact.js';
 
@@ -6,6 +7,8 @@ export interface BodyData {
   size: number;
   contentType?: string;
   kind: 'json' | 'text' | 'binary';
+  /** The Content-Encoding the body went out in (gzip, deflate, br, zstd): what is shown is decoded. */
+  encoding?: string;
   /** Parsed JSON (redacted), when the whole body fit and parsed. */
   json?: unknown;
   /** Text preview (redacted), when the body is text. */
@@ -17,21 +20,71 @@ const TEXTUAL = /^(text\/|application\/(.*\+)?(json|xml|javascript|x-www-form-ur
 
 export const isTextual = (contentType: string | undefined): boolean => !contentType || TEXTUAL.test(contentType);
 
-/** Describe a body from the bytes that were kept (at most `limit` + 1 of `size`). */
-export function describeBytes(raw: RawBody, contentType: string | undefined, limit: number, keys: string[]): BodyData {
+/**
+ * Describe a body from the bytes that were kept (at most `limit` + 1 of `size`). A compressed one
+ * (`encoding`, the Content-Encoding header) is decoded first, as far as its kept bytes go and up
+ * to the limit: secrets in it are redacted like any body's.
+ */
+export function describeBytes(raw: RawBody, contentType: string | undefined, limit: number, keys: string[], encoding?: unknown): BodyData {
   const { size } = raw;
-  const bytes = typeof raw.bytes === 'string' ? Buffer.from(raw.bytes) : Buffer.from(raw.bytes.buffer, raw.bytes.byteOffset, raw.bytes.byteLength);
-  const truncated = size > limit || bytes.length > limit;
-  if (!isTextual(contentType) || looksBinary(bytes)) return { size, contentType, kind: 'binary', truncated: false };
+  let bytes = typeof raw.bytes === 'string' ? Buffer.from(raw.bytes) : Buffer.from(raw.bytes.buffer, raw.bytes.byteOffset, raw.bytes.byteLength);
+  let truncated = size > limit || bytes.length > limit;
+  const coding = typeof encoding === 'string' ? encoding.trim().toLowerCase() : '';
+  const decoded = coding === '' || coding === 'identity' ? undefined : decode(coding, bytes, limit);
+  const described = (data: BodyData): BodyData => (decoded === undefined ? data : { ...data, encoding: coding });
+  if (decoded !== undefined) {
+    if (decoded === null) return described({ size, contentType, kind: 'binary', truncated: false });
+    bytes = decoded;
+    truncated = truncated || decoded.length > limit;
+  }
+  if (!isTextual(contentType) || looksBinary(bytes)) return described({ size, contentType, kind: 'binary', truncated: false });
   const text = bytes.subarray(0, limit).toString('utf8');
   if (!truncated && /json/i.test(contentType ?? '')) {
     try {
-      return { size, contentType, kind: 'json', json: redactValue(JSON.parse(text), keys), truncated };
+      return described({ size, contentType, kind: 'json', json: redactValue(JSON.parse(text), keys), truncated });
     } catch {
       // Not JSON after all: shown as text.
     }
   }
-  return { size, contentType, kind: 'text', text: redactText(text, keys), truncated };
+  return described({ size, contentType, kind: 'text', text: redactText(text, keys), truncated });
+}
+
+type Decoder = (bytes: Buffer, options: zlib.ZlibOptions & zlib.BrotliOptions) => Buffer;
+const zstd = (zlib as unknown as { zstdDecompressSync?: Decoder }).zstdDecompressSync;
+const DECODERS: Record<string, { decode: Decoder; flush: number } | undefined> = {
+  gzip: { decode: zlib.gunzipSync, flush: zlib.constants.Z_SYNC_FLUSH },
+  'x-gzip': { decode: zlib.gunzipSync, flush: zlib.constants.Z_SYNC_FLUSH },
+  deflate: { decode: inflateAny, flush: zlib.constants.Z_SYNC_FLUSH },
+  br: { decode: zlib.brotliDecompressSync, flush: zlib.constants.BROTLI_OPERATION_FLUSH },
+  ...(zstd ? { zstd: { decode: zstd, flush: 0 } } : {}),
+};
+
+/** `deflate` is zlib-wrapped by the RFC, raw in some servers: both are read. */
+function inflateAny(bytes: Buffer, options: zlib.ZlibOptions): Buffer {
+  try {
+    return zlib.inflateSync(bytes, options);
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw err;
+    return zlib.inflateRawSync(bytes, options);
+  }
+}
+
+/**
+ * The body decoded, up to about `limit` + 1 bytes (a body cut when it was kept decodes as far as
+ * it goes); null for an encoding this Node cannot read, or bytes that are not in it. A small
+ * body that inflates past the limit (a compression bomb) is decoded from less of its input.
+ */
+function decode(coding: string, bytes: Buffer, limit: number): Buffer | null {
+  const decoder = DECODERS[coding];
+  if (decoder === undefined) return null;
+  for (let input = bytes; input.length > 0; input = input.subarray(0, input.length >> 1)) {
+    try {
+      return decoder.decode(input, { finishFlush: decoder.flush, maxOutputLength: limit + 1 });
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'ERR_BUFFER_TOO_LARGE') return null;
+    }
+  }
+  return null;
 }
 
 /**
@@ -62,8 +115,10 @@ export function packBody(body: BodyData, given: string | undefined): void {
 export type StoredBody = Omit<BodyData, 'contentType' | 'truncated'> & { contentType?: string | null; truncated?: true };
 
 export function unpackBody(stored: StoredBody, headers: Record<string, unknown>): BodyData {
-  const { size, contentType, kind, json, text, truncated } = stored;
-  return { size, contentType: contentType === undefined ? typeOf(headers) : (contentType ?? undefined), kind, json, text, truncated: truncated ?? false };
+  const { size, contentType, kind, encoding, json, text, truncated } = stored;
+  const body: BodyData = { size, contentType: contentType === undefined ? typeOf(headers) : (contentType ?? undefined), kind, json, text, truncated: truncated ?? false };
+  if (encoding !== undefined) body.encoding = encoding;
+  return body;
 }
 
 /** NUL bytes or invalid UTF-8 in the first KiB: not text, whatever the Content-Type says. */

@@ -1,4 +1,4 @@
-import { addExcerpts, redactException, type ExceptionData } from '../errors/describe.js';
+import { addExcerpts, redactException, withSentStatus, type ExceptionData } from '../errors/describe.js';
 import type { CorePanel } from './collector.js';
 
 /**
@@ -11,7 +11,7 @@ export const exception: CorePanel<ExceptionData> = {
   collect(s, options) {
     if (!s.exception) return undefined;
     addExcerpts(s.exception);
-    return redactException(s.exception, options.redactKeys);
+    return withSentStatus(redactException(s.exception, options.redactKeys), s.response.status);
   },
   badge: (data) => data.chain.length,
 };

@@ -16,13 +16,20 @@ const PUBLIC_HEADERS = new Set([
 const answered = new WeakMap<string[], Map<string, boolean>>();
 const MAX_REMEMBERED = 2_000;
 
+/**
+ * Whether a field, parameter or header name is a secret's: it holds one of `keys` as a word of
+ * its own (`auth`, `authToken`, `x-auth-token`, `AUTH_KEY`; not `author`, `authority`). Keys of
+ * five characters or more (`password`, `token`, `secret`) also count inside a longer word
+ * (`userpassword`, `accesstoken`), where nothing else reads like them.
+ */
 export const isSecretKey = (key: string, keys: string[]): boolean => {
   let known = answered.get(keys);
   if (known === undefined) answered.set(keys, (known = new Map()));
   let secret = known.get(key);
   if (secret === undefined) {
     const k = key.toLowerCase();
-    secret = keys.some((s) => k.includes(s));
+    let words: string[] | undefined;
+    secret = keys.some((s) => k.includes(s) && (s.length >= WHOLE_WORD_BELOW || (words ??= wordsOf(key)).includes(s)));
     // Names an app makes up per request (ids as keys) would grow it without end: start again.
     if (known.size >= MAX_REMEMBERED) known.clear();
     known.set(key, secret);
@@ -30,37 +37,55 @@ export const isSecretKey = (key: string, keys: string[]): boolean => {
   return secret;
 };
 
+/** Keys shorter than this are matched as whole words only: `auth` is not in `author`. */
+const WHOLE_WORD_BELOW = 5;
+
+/** `x-authToken_v2` → x, auth, token, v2: words split at separators and at camelCase humps. */
+const wordsOf = (key: string): string[] =>
+  key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/([A-Z])([A-Z][a-z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+
+/**
+ * Password hashes by their shape, wherever they appear (a column named `hash`, a log line): bcrypt,
+ * argon2, scrypt, PBKDF2 in the modular crypt and Django forms, and crypt(3)'s SHA and MD5 ones.
+ */
+const PASSWORD_HASH = /\$(?:2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}|(?:argon2(?:id|i|d)|scrypt|pbkdf2(?:-sha\d+)?)\$[^\s'"`;)]+|7\$[./A-Za-z0-9]{11,}[^\s'"`;)]*|[156]\$(?:rounds=\d+\$)?[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{22,})|\bpbkdf2_sha\d+\$\d+\$[^\s'"`,;)$]+\$[A-Za-z0-9+/=]{20,}/g;
+
+const redactHashes = (text: string): string => (text.includes('$') ? text.replace(PASSWORD_HASH, REDACTED) : text);
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
 /** The most nodes one redactValue() copy visits: a bound on what a hostile shape can cost. */
 const MAX_NODES = 200_000;
 
 /**
  * A copy of a parsed body, query or context with the values of secret-looking fields replaced, at
- * any depth. Cycles are cut and every node is visited at most once per path, within a bound.
- * Keys are copied as own properties (setOwn), so `__proto__` stays an ordinary key.
+ * any depth. Redaction hides secret values, not structure: under a secret key, booleans, numbers,
+ * null and dates stay (`"password": false`), and an object keeps its shape and its e-mail
+ * addresses while every other text in it goes. Cycles are cut and every node is visited at most
+ * once per path, within a bound. Keys are copied as own properties (setOwn), so `__proto__` stays
+ * an ordinary key.
  */
 export function redactValue(value: unknown, keys: string[]): unknown {
   let nodes = 0;
   const ancestors: object[] = [];
-  const walk = (v: unknown): unknown => {
-    if (typeof v === 'string') return redactText(v, keys);
+  const walk = (v: unknown, secret: boolean): unknown => {
+    if (typeof v === 'string') return secret ? (v === '' || EMAIL.test(v) ? v : REDACTED) : redactText(v, keys);
     if (v === null || typeof v !== 'object') return v;
     if (++nodes > MAX_NODES) return '[too large]';
     if (ancestors.includes(v)) return '[circular]';
-    if (ArrayBuffer.isView(v)) return v;
+    if (ArrayBuffer.isView(v)) return secret ? REDACTED : v;
+    if (v instanceof Date) return v;
     ancestors.push(v);
     try {
-      if (Array.isArray(v)) return v.map(walk);
+      if (Array.isArray(v)) return v.map((item) => walk(item, secret));
       const out: Record<string, unknown> = {};
-      for (const k of Object.keys(v)) {
-        const item = (v as Record<string, unknown>)[k];
-        setOwn(out, k, isSecretKey(k, keys) && item !== '' && item != null ? REDACTED : walk(item));
-      }
+      for (const k of Object.keys(v)) setOwn(out, k, walk((v as Record<string, unknown>)[k], secret || isSecretKey(k, keys)));
       return out;
     } finally {
       ancestors.pop();
     }
   };
-  return walk(value);
+  return walk(value, false);
 }
 
 /**
@@ -78,6 +103,7 @@ const NAME_EQUALS = /(^|[&?;,\s])([^=&?;,\s]+)=([^&?;,\s#]*)/g;
  * readable.
  */
 export function redactText(text: string, keys: string[]): string {
+  text = redactHashes(text);
   if (keys.length === 0) return text;
   const colon = text.includes(':') || text.includes('=>');
   const equals = text.includes('=');

@@ -21,7 +21,7 @@ export const response: CorePanel<ResponseData> = {
       status: r.status,
       statusMessage: r.statusMessage,
       headers: redactHeaders(r.headers, options.redactKeys),
-      body: describeBytes(r.body, typeOf(r.headers), options.bodyLimit, options.redactKeys),
+      body: describeBytes(r.body, typeOf(r.headers), options.bodyLimit, options.redactKeys, r.headers['content-encoding']),
       aborted: s.aborted,
     };
   },

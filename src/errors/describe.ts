@@ -21,7 +21,8 @@ export interface FrameInfo {
 export interface ErrorInfo {
   class: string;
   message: string;
-  status: number;
+  /** The error's own HTTP status (its `status` or `statusCode` field), when it has one. */
+  status?: number;
   code?: string;
   stack: string;
   frames: FrameInfo[];
@@ -29,7 +30,10 @@ export interface ErrorInfo {
 
 /** The thrown error first, then its causes (err.cause) and aggregated errors, as plain JSON. */
 export interface ExceptionData {
+  /** The status the response went out with (what an error handler made of the error). */
   status: number;
+  /** The thrown error's own status field, where it differs from the status sent. */
+  errorStatus?: number;
   chain: ErrorInfo[];
 }
 
@@ -38,7 +42,10 @@ const MAX_CHAIN = 10;
 const MAX_EXCERPTS = 10;
 const MAX_TEXT = 64 * 1024;
 
-export function statusOf(err: unknown): number {
+export const statusOf = (err: unknown): number => ownStatus(err) ?? 500;
+
+/** The error status an error carries itself (`status` or `statusCode`, as http-errors sets both), if any. */
+export function ownStatus(err: unknown): number | undefined {
   const e = err as { status?: unknown; statusCode?: unknown } | null;
   let status = NaN;
   try {
@@ -46,7 +53,18 @@ export function statusOf(err: unknown): number {
   } catch {
     // A status that cannot be read or turned into a number is no status.
   }
-  return Number.isInteger(status) && status >= 400 && status <= 599 ? status : 500;
+  return Number.isInteger(status) && status >= 400 && status <= 599 ? status : undefined;
+}
+
+/**
+ * The exception as the response had it: the status sent (an app's own handler may answer 404 for
+ * an error that has no status field, or 500 for one that says 400), and the error's own where
+ * it differs.
+ */
+export function withSentStatus(data: ExceptionData, sent: number | undefined): ExceptionData {
+  if (sent === undefined || sent < 100 || sent === data.status) return data;
+  const own = data.chain[0]?.status;
+  return own === undefined || own === sent ? { ...data, status: sent } : { ...data, status: sent, errorStatus: own };
 }
 
 /**
@@ -74,7 +92,7 @@ function describeError(err: unknown, budget: { reads: number } | undefined): Err
   if (!(err instanceof Error)) {
     const type = err === null ? 'null' : typeof err === 'object' ? (read(() => err.constructor?.name, undefined) ?? 'Object') : typeof err;
     const message = typeof err === 'string' ? err : inspect(err, { depth: 2, breakLength: 120 });
-    return { class: type, message: cut(message), status: statusOf(err), stack: '', frames: [] };
+    return { class: type, message: cut(message), status: ownStatus(err), stack: '', frames: [] };
   }
   const stack = read(() => (typeof err.stack === 'string' ? err.stack : ''), '');
   const message = read(() => String(err.message ?? ''), '');
@@ -82,7 +100,7 @@ function describeError(err: unknown, budget: { reads: number } | undefined): Err
   return {
     class: read(() => err.constructor?.name || err.name || 'Error', 'Error'),
     message: cut(message),
-    status: statusOf(err),
+    status: ownStatus(err),
     code: typeof code === 'string' || typeof code === 'number' ? String(code) : undefined,
     stack: cut(stack),
     frames: framesOf(afterMessage(stack, message), budget),
@@ -144,7 +162,7 @@ export function addExcerpts(data: ExceptionData): void {
 /** The texts of an exception with secret-looking fields replaced: messages and stacks quote what the app was given. */
 export function redactException(data: ExceptionData, keys: string[]): ExceptionData {
   return {
-    status: data.status,
+    ...data,
     chain: data.chain.map((e) => ({ ...e, message: redactText(e.message, keys), stack: redactText(e.stack, keys) })),
   };
 }

@@ -1,14 +1,23 @@
-import type { Request, RequestHandler } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
+import { STATUS_CODES } from 'node:http';
 import { requestUrl } from '../recording/url.js';
-import { MethodNotAllowedError, NotFoundError } from './http-error.js';
+import { preferredFormat } from './error-handler.js';
+import { HttpError, MethodNotAllowedError, NotFoundError } from './http-error.js';
 import { allowedMethods } from './routes.js';
 
 /**
  * What Symfony's router does on a miss: try the path with its trailing slash toggled (301 for
  * GET and HEAD), then 405 with Allow when the path exists for other methods, else 404 with
- * `No route found for "GET http://host/path"`. The error goes on to errorHandler.
+ * `No route found for "GET http://host/path"`. A browser gets the debug page at once (in debug
+ * mode); any other client's error goes on to the app's error handlers, which answer in the app's
+ * own shape, and the status stays the 404 or 405 (see keepStatus).
  */
-export function notFound(): RequestHandler {
+export function notFound(debugPage: ErrorRequestHandler | undefined): RequestHandler {
+  const fail = (err: HttpError, req: Request, res: Response, next: (err: unknown) => void) => {
+    if (debugPage !== undefined && preferredFormat(req) === 'html') return debugPage(err, req, res, next);
+    keepStatus(res, err);
+    next(err);
+  };
   return function notFound(req, res, next) {
     const path = req.path;
     const method = req.method;
@@ -28,11 +37,30 @@ export function notFound(): RequestHandler {
     // OPTIONS on a path that has routes is the router's to answer (200 with Allow), as it does bare.
     if (method === 'OPTIONS' && allowed.length > 0) return next();
     if (allowed.length > 0 && !passedOn) {
-      next(new MethodNotAllowedError(`${noRouteMessage(req)}: Method Not Allowed (Allow: ${allowed.join(', ')})`, allowed));
+      fail(new MethodNotAllowedError(`${noRouteMessage(req)}: Method Not Allowed (Allow: ${allowed.join(', ')})`, allowed), req, res, next);
       return;
     }
-    next(new NotFoundError(noRouteMessage(req)));
+    fail(new NotFoundError(noRouteMessage(req)), req, res, next);
   };
+}
+
+/**
+ * Many apps end in a catch-all handler that answers 500 for any error not of their own classes:
+ * passed on, the miss would go out as a 500. The response's head keeps the body the app made and
+ * takes the miss's status (and Allow) instead of a 5xx.
+ */
+function keepStatus(res: Response, err: HttpError): void {
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: Response, statusCode: number, ...rest: unknown[]) {
+    res.writeHead = writeHead;
+    if (statusCode >= 500) {
+      statusCode = err.status;
+      if (typeof rest[0] === 'string') rest[0] = STATUS_CODES[statusCode];
+      else res.statusMessage = STATUS_CODES[statusCode]!;
+      for (const [name, value] of Object.entries(err.headers)) if (!res.hasHeader(name)) res.setHeader(name, value);
+    }
+    return (writeHead as (...args: unknown[]) => Response).call(this, statusCode, ...rest);
+  } as typeof res.writeHead;
 }
 
 export function noRouteMessage(req: Request): string {

@@ -7,6 +7,9 @@ export interface RouteMatch {
   matches: boolean;
 }
 
+/** A path no app declares: a route that matches it matches anything. */
+const ANY_PATH = '/\u0000web-profiler/any/path';
+
 const methodsOf = (layer: RouterLayer) => {
   const methods = Object.keys(layer.route?.methods ?? {}).filter((m) => m !== '_all').map((m) => m.toUpperCase());
   if (layer.route?.methods?._all) methods.push('*');
@@ -25,21 +28,23 @@ const patternOf = (layer: RouterLayer) => {
  */
 export function routeTable(app: unknown, path: string): RouteMatch[] {
   const out: RouteMatch[] = [];
-  walk(routerStack(app), path, '', out);
+  walk(routerStack(app), path, '', (layer, prefix, matches) => out.push({ path: prefix + patternOf(layer), methods: methodsOf(layer), matches }));
   return out;
 }
 
-function walk(stack: RouterLayer[] | undefined, path: string, prefix: string, out: RouteMatch[]): void {
+type Visit = (route: RouterLayer, prefix: string, matches: boolean) => void;
+
+function walk(stack: RouterLayer[] | undefined, path: string, prefix: string, visit: Visit): void {
   for (const layer of stack ?? []) {
     if (layer.route) {
-      out.push({ path: prefix + patternOf(layer), methods: methodsOf(layer), matches: matchedPart(layer, path) !== undefined });
+      visit(layer, prefix, matchedPart(layer, path) !== undefined);
       continue;
     }
     const inner = (layer.handle as { stack?: RouterLayer[] }).stack;
     if (!Array.isArray(inner)) continue;
     // A mounted router: match its prefix, then walk it with what is left of the path.
     const matched = matchedPart(layer, path);
-    walk(inner, matched === undefined ? '\u0000' : path.slice(matched.length) || '/', prefix + mountPathOf(layer), out);
+    walk(inner, matched === undefined ? '\u0000' : path.slice(matched.length) || '/', prefix + mountPathOf(layer), visit);
   }
 }
 
@@ -64,9 +69,15 @@ function matchedPart(layer: RouterLayer, path: string): string | undefined {
   }
 }
 
-/** The methods the app's routes accept for `path` (empty when no route matches it at all). */
+/**
+ * The methods the app's routes accept for `path` (empty when no route matches it at all). A route
+ * that matches every path (`app.get('*')`, an SPA fallback) says nothing about this one: it would
+ * make every other method a 405.
+ */
 export function allowedMethods(app: unknown, path: string): string[] {
   const methods = new Set<string>();
-  for (const route of routeTable(app, path)) if (route.matches) route.methods.forEach((m) => methods.add(m));
+  walk(routerStack(app), path, '', (layer, _prefix, matches) => {
+    if (matches && matchedPart(layer, ANY_PATH) === undefined) methodsOf(layer).forEach((m) => methods.add(m));
+  });
   return [...methods];
 }

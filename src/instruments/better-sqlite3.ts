@@ -15,6 +15,40 @@ export const ownDatabases = new WeakSet<object>();
 const wrapped = Symbol('web-profiler.sqlite');
 
 /**
+ * better-sqlite3 up to 12 aborts the process on Node 24.19 and later when a garbage collection
+ * run outside JavaScript frees one of its objects (its node::ObjectWrap destructor needs a
+ * context). So nothing the profiler makes with the app's copy ever becomes garbage on its own:
+ * the probe lives as long as the process, and what EXPLAIN makes for a connection lives as long
+ * as that connection (then the app's own objects go in the same collection).
+ */
+const keptAlive: object[] = [];
+
+interface Explainer {
+  readonly: Database.Database | undefined;
+  statements: Map<string, Database.Statement>;
+}
+const explainers = new WeakMap<object, Explainer>();
+
+/** Where EXPLAIN runs for `db`: a file through one read-only connection of its own, an in-memory database on the app's (it exists nowhere else). */
+function explainerOf(db: Database.Database): { prepare(sql: string): Database.Statement } {
+  let explainer = explainers.get(db);
+  if (explainer === undefined) {
+    const Ctor = db.constructor as typeof Database;
+    const readonly = db.memory ? undefined : new Ctor(db.name, { readonly: true, fileMustExist: true });
+    if (readonly) ownDatabases.add(readonly);
+    explainers.set(db, (explainer = { readonly, statements: new Map() }));
+  }
+  const { readonly, statements } = explainer;
+  return {
+    prepare(sql) {
+      let stmt = statements.get(sql);
+      if (stmt === undefined) statements.set(sql, (stmt = (readonly ?? db).prepare(sql)));
+      return stmt;
+    },
+  };
+}
+
+/**
  * better-sqlite3: every statement goes through Statement.prototype.run/get/all/iterate (pragma()
  * and transactions too: they prepare PRAGMA, BEGIN and COMMIT statements), and exec() through
  * Database.prototype. The API is synchronous, so a wrapper times it exactly.
@@ -27,8 +61,10 @@ export const betterSqlite3: DriverAdapter = {
     const DatabaseClass = loaded as typeof Database;
     const probe = new DatabaseClass(':memory:');
     ownDatabases.add(probe);
-    const statementProto = Object.getPrototypeOf(probe.prepare('SELECT 1')) as Record<string | symbol, unknown>;
+    const statement = probe.prepare('SELECT 1');
+    const statementProto = Object.getPrototypeOf(statement) as Record<string | symbol, unknown>;
     probe.close();
+    keptAlive.push(probe, statement);
     if (statementProto[wrapped]) return;
     statementProto[wrapped] = true;
     statementProto.run = timed(statementProto.run as Method, (info) => (info as { changes?: number })?.changes);
@@ -66,19 +102,10 @@ export const betterSqlite3: DriverAdapter = {
     const db = connection as Database.Database;
     if (!db.open) throw new Error('its connection has been closed');
     const plan = () => {
-      const stmt = target.prepare(`EXPLAIN QUERY PLAN ${sql}`);
+      const stmt = explainerOf(db).prepare(`EXPLAIN QUERY PLAN ${sql}`);
       return (hasParams(params) ? stmt.all(params as never) : stmt.all()) as { id: number; parent: number; detail: string }[];
     };
-    // A file is read through a read-only connection of its own; an in-memory database exists only on the app's.
-    const file = db.memory ? undefined : db.name;
-    const Ctor = db.constructor as typeof Database;
-    const target = file === undefined ? db : new Ctor(file, { readonly: true, fileMustExist: true });
-    if (file !== undefined) ownDatabases.add(target);
-    try {
-      return unrecorded(plan).map((row): PlanRow => ({ id: row.id, parent: row.parent, detail: row.detail }));
-    } finally {
-      if (target !== db) target.close();
-    }
+    return unrecorded(plan).map((row): PlanRow => ({ id: row.id, parent: row.parent, detail: row.detail }));
   },
 };
 

@@ -110,12 +110,17 @@ export interface Captured extends Pick<Snapshot, 'token' | 'parent' | 'time' | '
  * Runs on the request's thread once per request: it copies references, cuts bodies and takes the
  * response head as Node wrote it, and leaves all parsing to the writer.
  */
+/** RFC 9112: a request has a body when it says how long it is, or that it comes in chunks. */
+const isEmptyObject = (value: unknown) => value !== null && typeof value === 'object' && !ArrayBuffer.isView(value) && Object.keys(value).length === 0;
+const carriesBody = (req: Request) => req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
+
 export function capture(ctx: RequestContext, own: Collector[], options: ResolvedOptions, tell: (message: string) => void): Captured {
   const req = ctx.req as Request;
   const res = ctx.res as ServerResponse & { _header?: unknown };
   const limit = options.bodyLimit;
   const url = req.originalUrl ?? req.url ?? '/';
-  const body = req.body as unknown;
+  // Express 4's body parsers set req.body = {} on every request they see: a request that carried no body has none.
+  const body = isEmptyObject(req.body) && !carriesBody(req) ? undefined : (req.body as unknown);
   const remoteAddress = req.socket?.remoteAddress;
   const head = typeof res._header === 'string' ? res._header : res.getHeaders();
   const c: Captured = {

@@ -11,7 +11,8 @@ export function encode(json: string): [number, string | Buffer] {
   return [ENCODING_DEFLATE, deflateRawSync(json, { level: 1 })];
 }
 
-export function decode(encoding: number, data: Buffer | string): string {
-  if (encoding === ENCODING_DEFLATE) return inflateRawSync(data as Buffer).toString('utf8');
-  return typeof data === 'string' ? data : data.toString('utf8');
+/** `data` as SQLite's binding gave it back: a Buffer (better-sqlite3) or a Uint8Array (node:sqlite). */
+export function decode(encoding: number, data: Uint8Array | string): string {
+  if (encoding === ENCODING_DEFLATE) return inflateRawSync(data).toString('utf8');
+  return typeof data === 'string' ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
 }

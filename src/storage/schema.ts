@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase } from './sqlite.js';
 
 /**
  * Migrations, applied in order to reach PRAGMA user_version = MIGRATIONS.length. Append, never edit:
@@ -40,9 +40,9 @@ const MIGRATIONS: string[] = [
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-export function migrate(db: Database.Database): void {
+export function migrate(db: SqliteDatabase): void {
   const version = () => {
-    const current = db.pragma('user_version', { simple: true }) as number;
+    const current = db.pragma('user_version') as number;
     if (current > SCHEMA_VERSION) {
       throw new Error(`profiler database has schema version ${current}, newer than this version knows (${SCHEMA_VERSION})`);
     }
@@ -50,8 +50,8 @@ export function migrate(db: Database.Database): void {
   };
   if (version() === SCHEMA_VERSION) return;
   // Read again under the write lock: another connection (the writer thread, another process) may have migrated meanwhile.
-  db.transaction(() => {
+  db.immediate(() => {
     for (let v = version(); v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v]);
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
-  }).immediate();
+  })();
 }

@@ -1,6 +1,7 @@
 import type { StoredProfile } from './profile.js';
 import type { Awaitable } from './reader.js';
 import { StoreHandle } from './store-handle.js';
+import { sqliteCode } from './sqlite.js';
 import { isCorruption, ProfileStore } from './store.js';
 import type { TokenBitmap } from './token-bitmap.js';
 
@@ -80,7 +81,7 @@ export class SqliteSink implements ProfileSink {
   }
 
   failed(err: unknown): string[] {
-    const code = String((err as { code?: unknown }).code ?? '');
+    const code = sqliteCode(err);
     if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return ['profiler storage is locked by another process; profiles wait and will be written'];
     const told = [`profiler storage failed (${code || (err as Error).message}); profiles wait and will be written`];
     this.handle.drop();

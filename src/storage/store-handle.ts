@@ -1,11 +1,12 @@
 import { statSync } from 'node:fs';
+import { sqliteCode } from './sqlite.js';
 import { ProfileStore } from './store.js';
 
 const REOPEN_AFTER_MS = 2_000;
 const BUSY_RETRY_MS = 50;
 const BUSY_QUIET_MS = 2_000;
 
-const isBusy = (err: unknown) => /^SQLITE_(BUSY|LOCKED)/.test(String((err as { code?: unknown })?.code ?? ''));
+const isBusy = (err: unknown) => /^SQLITE_(BUSY|LOCKED)/.test(sqliteCode(err));
 
 /**
  * A ProfileStore opened on demand and let go after trouble: a store that cannot be opened is

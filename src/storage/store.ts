@@ -1,4 +1,3 @@
-import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { encode } from './codec.js';
@@ -6,6 +5,7 @@ import { serialise, type Profile, type ProfileSummary, type StoredProfile } from
 import { findSql, profileOf, PRUNE_CONFIGS_SQL, READ_SQL, sinceSql, SUMMARY_COLUMNS, type SearchFilter } from './query.js';
 import type { ProfileReader, StoreStats } from './reader.js';
 import { migrate } from './schema.js';
+import { openDatabase, sqliteCode, type SqliteDatabase } from './sqlite.js';
 
 export type { SearchFilter } from './query.js';
 export type { StoreStats } from './reader.js';
@@ -13,22 +13,21 @@ export type { StoreStats } from './reader.js';
 const PRUNE_CHUNK = 500;
 
 /** A SQLite error that means the file is not a database we can use: move it aside and start anew. */
-export const isCorruption = (err: unknown): boolean =>
-  /^SQLITE_(CORRUPT|NOTADB)/.test(String((err as { code?: unknown })?.code ?? ''));
+export const isCorruption = (err: unknown): boolean => /^SQLITE_(CORRUPT|NOTADB)/.test(sqliteCode(err));
 
 /**
  * The profiles in SQLite: an index table for lists and search, the panel data (JSON, deflated
- * when that pays) in a table of its own. All calls are synchronous, as better-sqlite3 is; callers
- * keep them off the request path.
+ * when that pays) in a table of its own. All calls are synchronous, as SQLite's bindings are;
+ * callers keep them off the request path.
  */
 export class ProfileStore implements ProfileReader {
-  readonly db: Database.Database;
+  readonly db: SqliteDatabase;
   readonly file: string;
   readonly shared = false;
   private readonly stmts;
-  private readonly writeBatch: Database.Transaction<(batch: StoredProfile[], seen: number, learn?: (token: string) => void) => number>;
+  private readonly writeBatch: (batch: StoredProfile[], seen: number, learn?: (token: string) => void) => number;
 
-  private constructor(file: string, db: Database.Database) {
+  private constructor(file: string, db: SqliteDatabase) {
     this.file = file;
     this.db = db;
     this.stmts = {
@@ -37,22 +36,22 @@ export class ProfileStore implements ProfileReader {
       // Each in its own subquery: SQLite reads min() or max() alone off the end of the id b-tree, both together by scanning every row.
       span: db.prepare('SELECT (SELECT min(id) FROM profiles) AS first, (SELECT max(id) FROM profiles) AS last'),
       insertData: db.prepare('INSERT INTO profile_data (id, encoding, data, config) VALUES (?, ?, ?, ?)'),
-      useConfig: db.prepare('INSERT INTO configs (data, used) VALUES (?, ?) ON CONFLICT (data) DO UPDATE SET used = excluded.used RETURNING id').pluck(),
+      useConfig: db.prepare('INSERT INTO configs (data, used) VALUES (?, ?) ON CONFLICT (data) DO UPDATE SET used = excluded.used RETURNING id'),
       pruneConfigs: db.prepare(PRUNE_CONFIGS_SQL),
       read: db.prepare(READ_SQL),
-      latest: db.prepare(`SELECT token FROM profiles WHERE type = ? ORDER BY id DESC LIMIT 1`).pluck(),
+      latest: db.prepare(`SELECT token FROM profiles WHERE type = ? ORDER BY id DESC LIMIT 1`),
       // By the time index from the oldest end: a step that finds nothing too old reads nothing (ORDER BY id scanned the table).
-      pruneAge: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE time < ? ORDER BY time LIMIT ${PRUNE_CHUNK}) RETURNING token`).pluck(),
-      pruneCount: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE id <= ? ORDER BY id LIMIT ${PRUNE_CHUNK}) RETURNING token`).pluck(),
+      pruneAge: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE time < ? ORDER BY time LIMIT ${PRUNE_CHUNK}) RETURNING token`),
+      pruneCount: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE id <= ? ORDER BY id LIMIT ${PRUNE_CHUNK}) RETURNING token`),
     };
-    this.writeBatch = db.transaction((batch: StoredProfile[], seen: number, learn?: (token: string) => void): number => {
+    this.writeBatch = db.immediate((batch: StoredProfile[], seen: number, learn?: (token: string) => void): number => {
       if (learn) for (const { token } of this.tokensAfter(seen)) learn(token);
       let last = seen;
       // Looked up (and marked used) once a batch: another process's retention may have taken it since the last.
       const configs = new Map<string, number>();
       const configId = (config: string) => {
         let id = configs.get(config);
-        if (id === undefined) configs.set(config, (id = this.stmts.useConfig.get(config, Date.now()) as number));
+        if (id === undefined) configs.set(config, (id = (this.stmts.useConfig.get(config, Date.now()) as { id: number }).id));
         return id;
       };
       const put = (s: ProfileSummary, token: string) => this.stmts.insert.run(token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null);
@@ -90,7 +89,7 @@ export class ProfileStore implements ProfileReader {
    * on it, whatever is asked. The file must exist and hold the profiler's tables.
    */
   static openReadOnly(file: string, busyTimeout = 1000): ProfileStore {
-    const db = new Database(file, { readonly: true, fileMustExist: true });
+    const db = openDatabase(file, { readonly: true, fileMustExist: true });
     try {
       db.pragma(`busy_timeout = ${Math.trunc(busyTimeout)}`);
       db.prepare('SELECT count(*) FROM profiles').get();
@@ -111,7 +110,7 @@ export class ProfileStore implements ProfileReader {
   }
 
   private static openAs(file: string, busyTimeout: number): ProfileStore {
-    const db = new Database(file);
+    const db = openDatabase(file);
     try {
       db.pragma(`busy_timeout = ${Math.trunc(busyTimeout)}`);
       db.pragma('journal_mode = WAL');
@@ -138,7 +137,7 @@ export class ProfileStore implements ProfileReader {
    * `seen` (the batch's own rows are not read back).
    */
   insertSerialised(rows: StoredProfile[], seen = 0, learn?: (token: string) => void): number {
-    return this.writeBatch.immediate(rows, seen, learn);
+    return this.writeBatch(rows, seen, learn);
   }
 
   /** Tokens stored after row `id`, with their row ids: all of them from 0, or what others wrote since. */
@@ -152,7 +151,7 @@ export class ProfileStore implements ProfileReader {
   }
 
   latest(type = 'request'): string | undefined {
-    return this.stmts.latest.get(type) as string | undefined;
+    return (this.stmts.latest.get(type) as { token: string } | undefined)?.token;
   }
 
   find(filter: SearchFilter): ProfileSummary[] {
@@ -180,10 +179,10 @@ export class ProfileStore implements ProfileReader {
     // Rows go oldest first and ids only grow, so the id span is the count, read in O(log n).
     const { first, last } = this.stmts.span.get() as { first: number | null; last: number | null };
     const gone = first !== null && last !== null && last - first + 1 > maxProfiles
-      ? (this.stmts.pruneCount.all(last - maxProfiles) as string[])
-      : maxAge === undefined ? [] : (this.stmts.pruneAge.all(now - maxAge) as string[]);
+      ? this.stmts.pruneCount.all(last - maxProfiles)
+      : maxAge === undefined ? [] : this.stmts.pruneAge.all(now - maxAge);
     if (gone.length > 0) this.stmts.pruneConfigs.run();
-    return gone;
+    return (gone as { token: string }[]).map((row) => row.token);
   }
 
   /**
@@ -193,9 +192,9 @@ export class ProfileStore implements ProfileReader {
    */
   purge(before?: number): number {
     this.db.pragma('secure_delete = ON');
-    const changes = before === undefined
+    const changes = Number(before === undefined
       ? this.db.prepare('DELETE FROM profiles').run().changes
-      : this.db.prepare('DELETE FROM profiles WHERE time < ?').run(before).changes;
+      : this.db.prepare('DELETE FROM profiles WHERE time < ?').run(before).changes);
     if (before === undefined) this.db.prepare('DELETE FROM configs').run();
     else this.stmts.pruneConfigs.run();
     this.db.pragma('wal_checkpoint(TRUNCATE)');
@@ -206,8 +205,8 @@ export class ProfileStore implements ProfileReader {
 
   stats(): StoreStats {
     const row = this.db.prepare('SELECT count(*) AS profiles, min(time) AS oldest, max(time) AS newest FROM profiles').get() as Omit<StoreStats, 'bytes' | 'file'>;
-    const pages = this.db.pragma('page_count', { simple: true }) as number;
-    const size = this.db.pragma('page_size', { simple: true }) as number;
+    const pages = this.db.pragma('page_count') as number;
+    const size = this.db.pragma('page_size') as number;
     return { ...row, bytes: pages * size, file: this.file };
   }
 
@@ -216,7 +215,7 @@ export class ProfileStore implements ProfileReader {
   }
 
   close(): void {
-    if (this.db.open) this.db.close();
+    this.db.close();
   }
 }
 

@@ -1,0 +1,116 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * Apps shaped like the ones people have, each with the package installed from `npm pack` (what
+ * the registry would serve, not src/) and run by its own runner: plain node for CommonJS, jest,
+ * tsc. The package's own dependencies resolve from the project's node_modules, as npm would
+ * install them beside it.
+ */
+const run = promisify(execFile);
+const APPS = path.resolve('test-artifacts', 'apps');
+let tarball = '';
+
+beforeAll(() => {
+  const dir = path.resolve('test-artifacts', 'pack');
+  mkdirSync(dir, { recursive: true });
+  const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })) as { filename: string }[];
+  tarball = path.join(dir, packed.filename);
+});
+
+/** A copy of the fixture with the packed profiler in its node_modules, and the packages named in `links` (name → a folder of the project's node_modules). */
+function install(fixture: string, links: Record<string, string> = {}): string {
+  const dir = path.join(APPS, `${fixture}-${process.pid}`);
+  rmSync(dir, { recursive: true, force: true });
+  cpSync(path.resolve('test/fixtures/apps', fixture), dir, { recursive: true });
+  const pkg = path.join(dir, 'node_modules', 'express-web-profiler');
+  mkdirSync(pkg, { recursive: true });
+  execFileSync('tar', ['xzf', tarball, '-C', pkg, '--strip-components=1']);
+  for (const [name, target] of Object.entries(links)) symlinkSync(path.resolve('node_modules', target), path.join(dir, 'node_modules', name), 'dir');
+  return dir;
+}
+
+const node = (dir: string, ...args: string[]) => run(process.execPath, args, { cwd: dir, timeout: 60_000, env: { ...process.env, NODE_ENV: 'development' } });
+
+describe('a CommonJS Express 4 app with compression and its own catch-all error handler', () => {
+  let out: any;
+  beforeAll(async () => {
+    const dir = install('cjs-express4', { express: 'express4' });
+    out = JSON.parse((await node(dir, 'check.js')).stdout);
+  });
+
+  it('loads the packed profiler with require()', () => {
+    expect(out.resolved).toMatch(/[\\/]test-artifacts[\\/]apps[\\/]cjs-express4-\d+[\\/]node_modules[\\/]express-web-profiler[\\/]dist[\\/]index\.js$/);
+    expect(out.express).toMatch(/^4\./);
+  });
+
+  it('an unknown route answers 404 in the app\'s own shape, through a handler that makes anything else a 500', () => {
+    expect(out.missing.status).toBe(404);
+    expect(JSON.parse(out.missing.body)).toEqual({ errors: { body: ['internal error'] } });
+    expect(out.missing.headers['x-debug-token']).toMatch(/^[0-9a-f]{6}$/);
+    // A browser gets the debug page.
+    expect(out.missingHtml.status).toBe(404);
+    expect(out.missingHtml.body).toContain('No route found for &quot;GET http://127.0.0.1:');
+  });
+
+  it('the exception panel shows the status the app sent, and the error\'s code', () => {
+    expect(out.appError.status).toBe(404);
+    expect(out.panels.appError.exception.data).toMatchObject({ status: 404, chain: [{ class: 'AppError', message: 'article nope not found', code: '404' }] });
+    expect(out.panels.appError.exception.data.chain[0].status).toBeUndefined();
+    expect(out.panels.boom.exception.data).toMatchObject({ status: 500, chain: [{ class: 'TypeError', message: 'boom' }] });
+    expect(out.panels.missing.exception.data).toMatchObject({ status: 404, chain: [{ class: 'NotFoundError', status: 404 }] });
+  });
+
+  it('a gzip response body is shown decoded, its encoding said', () => {
+    expect(out.articles.headers['content-encoding']).toBe('gzip');
+    const body = out.panels.articles.response.data.body;
+    expect(body).toMatchObject({ kind: 'json', encoding: 'gzip' });
+    expect(body.json.articles).toHaveLength(20);
+    // The toolbar still goes into a compressed HTML page.
+    expect(out.page.headers['content-encoding']).toBe('gzip');
+    expect(out.page.body).toContain('id="wp-wdt"');
+  });
+
+  it('a query value under a key that only contains a secret word is kept', () => {
+    expect(out.panels.articles.request.data.url).toBe('/articles?author=conduit');
+    expect(out.panels.articles.request.data.query).toEqual({ author: 'conduit' });
+    expect(JSON.stringify(out.panels.articles.logs.data)).toContain('conduit');
+  });
+
+  it('a GET that body-parser saw has no body in its profile', () => {
+    expect(out.panels.articles.request.data.body).toBeUndefined();
+  });
+});
+
+describe('an ES module app whose dependency requires the profiler', () => {
+  it('import and require give one instance: one request context, one store', async () => {
+    const dir = install('esm');
+    const out = JSON.parse((await node(dir, 'check.js')).stdout);
+    expect(out).toEqual({ same: true, transport: 'function', lines: ['from a CommonJS dependency'] });
+  });
+});
+
+describe('a CommonJS project tested by jest 29 with supertest', () => {
+  it('its tests pass, and jest exits by itself', async () => {
+    const dir = install('jest-cjs');
+    const { stdout, stderr } = await node(dir, path.resolve('node_modules/jest/bin/jest.js'), '--ci', '--colors=false');
+    expect(stderr).toMatch(/Tests:\s+3 passed, 3 total/);
+    expect(stdout + stderr).not.toMatch(/did not exit|open handle/i);
+  });
+});
+
+describe('TypeScript compiled to CommonJS by tsc', () => {
+  it('type-checks against the packed types, compiles and records', async () => {
+    const dir = install('ts-cjs');
+    // The same source type-checks under nodenext resolution (exports and their conditions) too.
+    await node(dir, path.resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.nodenext.json');
+    await node(dir, path.resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json');
+    const out = JSON.parse((await node(dir, 'dist/main.js')).stdout);
+    expect(out).toMatchObject({ status: 200, body: { hello: 'world', transport: 'function' } });
+    expect(out.logs).toContain('hello from TypeScript');
+    expect(out.logs).toContain('and from the logger');
+  });
+});
