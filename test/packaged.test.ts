@@ -2,7 +2,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 
 /**
  * Apps shaped like the ones people have, each with the package installed from `npm pack` (what
@@ -21,8 +21,12 @@ beforeAll(() => {
   tarball = path.join(dir, packed.filename);
 });
 
-/** A copy of the fixture with the packed profiler in its node_modules, and the packages named in `links` (name → a folder of the project's node_modules). */
-function install(fixture: string, links: Record<string, string> = {}): string {
+/**
+ * A copy of the fixture with the packed profiler in its node_modules, the packages named in
+ * `links` (name → a folder of the project's node_modules) linked there, and those in `copies`
+ * copied there: a package that requires another (knex its driver) finds the app's own copy.
+ */
+function install(fixture: string, links: Record<string, string> = {}, copies: string[] = []): string {
   const dir = path.join(APPS, `${fixture}-${process.pid}`);
   rmSync(dir, { recursive: true, force: true });
   cpSync(path.resolve('test/fixtures/apps', fixture), dir, { recursive: true });
@@ -30,15 +34,19 @@ function install(fixture: string, links: Record<string, string> = {}): string {
   mkdirSync(pkg, { recursive: true });
   execFileSync('tar', ['xzf', tarball, '-C', pkg, '--strip-components=1']);
   for (const [name, target] of Object.entries(links)) symlinkSync(path.resolve('node_modules', target), path.join(dir, 'node_modules', name), 'dir');
+  for (const name of copies) cpSync(path.resolve('node_modules', name), path.join(dir, 'node_modules', name), { recursive: true });
   return dir;
 }
 
-const node = (dir: string, ...args: string[]) => run(process.execPath, args, { cwd: dir, timeout: 60_000, env: { ...process.env, NODE_ENV: 'development' } });
+const node = (dir: string, ...args: string[]) => run(process.execPath, args, { cwd: dir, timeout: 60_000, env: { ...process.env, NODE_ENV: 'development', MYSQL_URL: mysqlUrl } });
+
+const mysqlUrl = inject('mysqlUrl');
+if (!mysqlUrl) process.stderr.write(`\n!!! PACKAGED APP WITHOUT ITS DATABASE (knex on mysql2 3.11 not tried): ${inject('mysqlMissing')}\n\n`);
 
 describe('a CommonJS Express 4 app with compression and its own catch-all error handler', () => {
   let out: any;
   beforeAll(async () => {
-    const dir = install('cjs-express4', { express: 'express4' });
+    const dir = install('cjs-express4', { express: 'express4', mysql2: 'mysql2-3.11' }, ['knex']);
     out = JSON.parse((await node(dir, 'check.js')).stdout);
   });
 
@@ -78,6 +86,23 @@ describe('a CommonJS Express 4 app with compression and its own catch-all error 
     expect(out.panels.articles.request.data.url).toBe('/articles?author=conduit');
     expect(out.panels.articles.request.data.query).toEqual({ author: 'conduit' });
     expect(JSON.stringify(out.panels.articles.logs.data)).toContain('conduit');
+  });
+
+  it.skipIf(!mysqlUrl)('knex on the app\'s locked mysql2 3.11 has its queries, parameters and failures recorded', () => {
+    expect(out.mysql2).toBe('3.11.3');
+    expect(out.dbArticles.status).toBe(200);
+    expect(JSON.parse(out.dbArticles.body)).toEqual({ articles: [{ slug: 'a', title: 'A' }, { slug: 'b', title: 'B' }], count: 2 });
+    const { queries } = out.panels.dbArticles.db.data;
+    // knex's probe of a new connection runs inside the request that opened it, and is its query too.
+    expect(queries.map((q: any) => q.sql)).toEqual(['select version() as version', 'select `slug`, `title` from `articles` where `author` = \'conduit\' order by `slug` asc', 'select count(*) as `n` from `articles`']);
+    expect(queries[1]).toMatchObject({ params: ['conduit'], rows: 2, caller: expect.stringMatching(/[\\/]app\.js:\d+$/) });
+    expect(queries[2]).toMatchObject({ rows: 1, caller: expect.stringMatching(/[\\/]app\.js:\d+$/) });
+    const broken = out.panels.dbBroken.db.data.queries;
+    expect(broken).toHaveLength(1);
+    // Streamed (knex.stream()): its SQL and the rows it gave.
+    expect(JSON.parse(out.dbStream.body)).toEqual({ slugs: ['a', 'b'] });
+    expect(out.panels.dbStream.db.data.queries).toMatchObject([{ sql: 'select `slug` from `articles`', rows: 2 }]);
+    expect(broken[0].error).toMatchObject({ message: expect.stringContaining("Unknown column 'nope'"), code: 'ER_BAD_FIELD_ERROR' });
   });
 
   it('a GET that body-parser saw has no body in its profile', () => {

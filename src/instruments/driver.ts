@@ -10,8 +10,11 @@ export interface DriverAdapter {
   main: RegExp;
   /** Whether `loaded` is this package's: for instrument(), with a module the app passes itself. */
   matches(loaded: unknown): boolean;
-  /** Hook the package's prototypes. Called once per copy of the package. */
-  hook(loaded: unknown): void;
+  /**
+   * Hook the package's prototypes. Called once per copy of the package, with its main module's
+   * file when the require cache holds it. `tell` says, once, what cannot be recorded.
+   */
+  hook(loaded: unknown, file: string | undefined, tell: (message: string) => void): void;
   /** EXPLAIN a SELECT on the connection it ran on: the plan's rows, in the order the database gave them. */
   explain?(connection: object, sql: string, params: unknown): Promise<PlanRow[]> | PlanRow[];
 }

@@ -10,11 +10,17 @@ export const drivers: DriverAdapter[] = [betterSqlite3, pg, mysql2];
 const requireCache = createRequire(__filename).cache;
 const hooked = new WeakSet<object>();
 
-function hookOnce(adapter: DriverAdapter, loaded: unknown): boolean {
+function hookOnce(adapter: DriverAdapter, loaded: unknown, file: string | undefined, tell: (message: string) => void): boolean {
   if (loaded === null || (typeof loaded !== 'object' && typeof loaded !== 'function') || hooked.has(loaded)) return false;
   hooked.add(loaded);
-  adapter.hook(loaded);
+  adapter.hook(loaded, file, tell);
   return true;
+}
+
+/** Where the require cache holds a module the app handed over itself, if it does. */
+function fileOf(loaded: unknown): string | undefined {
+  for (const [file, mod] of Object.entries(requireCache)) if (mod?.exports === loaded) return file;
+  return undefined;
 }
 
 /**
@@ -26,9 +32,9 @@ export function instrumentLoaded(tell: (message: string) => void): boolean {
   let found = false;
   for (const [file, mod] of Object.entries(requireCache)) {
     for (const adapter of drivers) {
-      if (!adapter.main.test(file) || !mod?.loaded) continue;
+      if (!adapter.main.test(file) || !mod?.loaded || !adapter.matches(mod.exports)) continue;
       try {
-        found = hookOnce(adapter, mod.exports) || found;
+        found = hookOnce(adapter, mod.exports, file, tell) || found;
       } catch (err) {
         tell(`recording ${adapter.name} failed: ${(err as Error)?.message ?? err}`);
       }
@@ -42,11 +48,12 @@ export function instrumentLoaded(tell: (message: string) => void): boolean {
  * the first request): `instrument(pg)`. Returns the adapter's name, or throws for a module no
  * adapter knows.
  */
-export function instrument(loaded: unknown): string {
+export function instrument(loaded: unknown, tell: (message: string) => void = (message) => process.stderr.write(`[web-profiler] ${message}\n`)): string {
   const namespace = (loaded as { default?: unknown } | null)?.default ?? loaded;
   const adapter = drivers.find((d) => d.matches(namespace)) ?? drivers.find((d) => d.matches(loaded));
-  if (adapter === undefined) throw new TypeError('instrument(): not a driver the profiler knows (better-sqlite3, pg, mysql2)');
-  hookOnce(adapter, adapter.matches(namespace) ? namespace : loaded);
+  if (adapter === undefined) throw new TypeError(`instrument(): not a driver the profiler knows (${drivers.map((d) => d.name).join(', ')})`);
+  const target = adapter.matches(namespace) ? namespace : loaded;
+  hookOnce(adapter, target, fileOf(target), tell);
   return adapter.name;
 }
 

@@ -1,4 +1,7 @@
+import { AsyncResource } from 'node:async_hooks';
 import dc from 'node:diagnostics_channel';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { RequestContext } from '../recording/context.js';
 import { callerFrame } from '../recording/caller.js';
@@ -44,18 +47,40 @@ function ended(message: object): void {
 
 let subscribed = false;
 
+/** The first version that publishes its statements on tracing channels. */
+const CHANNELS_FROM = [3, 20];
+
+function versionOf(file: string | undefined): number[] | undefined {
+  if (file === undefined) return undefined;
+  try {
+    const { version } = JSON.parse(readFileSync(path.join(path.dirname(file), 'package.json'), 'utf8')) as { version: string };
+    return version.split('.').map(Number);
+  } catch {
+    return undefined;
+  }
+}
+
+const publishes = (version: number[] | undefined) =>
+  version === undefined || version[0] > CHANNELS_FROM[0] || (version[0] === CHANNELS_FROM[0] && version[1] >= CHANNELS_FROM[1]);
+
 /**
  * mysql2 ≥ 3.20 publishes each query() and execute() on the tracing channels `mysql2:query` and
  * `mysql2:execute`: subscribed, nothing is wrapped. The start comes in the code that ran the
- * statement; the callback's (or the promise's) settling ends it. Older mysql2 publishes nothing
- * and is not recorded.
+ * statement; the callback's (or the promise's) settling ends it. Older copies (2.x, 3.0 to 3.19,
+ * which apps lock) publish nothing: their commands are followed where a connection queues them
+ * (see hookCommands).
  */
 export const mysql2: DriverAdapter = {
   name: 'mysql2',
-  main: /[\\/]node_modules[\\/]mysql2[\\/]index\.js$/,
+  // An npm alias (`"mysql2-legacy": "npm:mysql2@2"`) is the same package under another folder's name.
+  main: /[\\/]node_modules[\\/]mysql2(?:-[^\\/]+)?[\\/]index\.js$/,
   matches: (loaded) => typeof (loaded as { createPool?: unknown })?.createPool === 'function' && typeof (loaded as { format?: unknown }).format === 'function',
-  hook() {
-    if (subscribed || typeof dc.tracingChannel !== 'function') return;
+  hook(loaded, file, tell) {
+    if (!publishes(versionOf(file)) || typeof dc.tracingChannel !== 'function') {
+      if (!hookCommands(loaded as Mysql2Module)) tell(`mysql2 ${versionOf(file)?.join('.') ?? ''} at ${file}: neither its tracing channels (3.20 and later) nor its Connection.prototype.addCommand were found, so its queries are not recorded; mysql2 3.20 or later records them`);
+      return;
+    }
+    if (subscribed) return;
     subscribed = true;
     dc.tracingChannel('mysql2:pool:connect').subscribe({
       start(message) {
@@ -106,3 +131,95 @@ export const mysql2: DriverAdapter = {
     }
   },
 };
+
+interface Command {
+  constructor: { name: string };
+  sql?: string;
+  query?: string;
+  values?: unknown;
+  onResult?: (err: unknown, rows?: unknown, ...rest: unknown[]) => unknown;
+  emit(event: string, ...args: unknown[]): boolean;
+}
+interface Mysql2Module {
+  Connection?: { prototype: object };
+  Pool?: { prototype: object };
+}
+
+const commandsHooked = new WeakSet<object>();
+
+/** The prototype on `proto`'s chain that owns `name`. */
+function ownerOf(proto: object | null | undefined, name: string): Record<string, unknown> | undefined {
+  for (let p = proto; p; p = Object.getPrototypeOf(p)) if (Object.hasOwn(p, name)) return p as Record<string, unknown>;
+  return undefined;
+}
+
+/**
+ * mysql2 before its tracing channels: every statement becomes a Query or Execute command that a
+ * connection queues with addCommand(), on the caller's stack. The command ends in its callback
+ * (what the promise API passes too), or in its 'end' event when it streams. A pool hands a
+ * connection over in a callback that may run where another request released it: that callback
+ * is bound to the asker's context, and what it runs is the asker's (see handovers).
+ */
+function hookCommands(loaded: Mysql2Module): boolean {
+  const connection = ownerOf(loaded.Connection?.prototype, 'addCommand');
+  if (connection === undefined || typeof connection.addCommand !== 'function') return false;
+  if (!commandsHooked.has(connection)) {
+    commandsHooked.add(connection);
+    const addCommand = connection.addCommand as (this: unknown, cmd: Command) => unknown;
+    connection.addCommand = function (this: unknown, cmd: Command) {
+      try {
+        if (cmd?.constructor?.name === 'Query' || cmd?.constructor?.name === 'Execute') follow(cmd);
+      } catch {
+        // The statement runs unrecorded.
+      }
+      return addCommand.call(this, cmd);
+    };
+  }
+  const pool = ownerOf(loaded.Pool?.prototype, 'getConnection');
+  if (pool !== undefined && typeof pool.getConnection === 'function' && !commandsHooked.has(pool)) {
+    commandsHooked.add(pool);
+    const getConnection = pool.getConnection as (this: unknown, cb: (...args: unknown[]) => unknown) => unknown;
+    pool.getConnection = function (this: unknown, cb: (...args: unknown[]) => unknown) {
+      const ctx = typeof cb === 'function' ? requestOf() : undefined;
+      if (ctx === undefined) return getConnection.call(this, cb);
+      const asked: Asked = { ctx, caller: callerFrame(), from: performance.now() };
+      const bound = AsyncResource.bind(function (this: unknown, ...args: unknown[]) {
+        handovers.push({ ...asked, wait: performance.now() - asked.from });
+        try {
+          return cb.apply(this, args);
+        } finally {
+          handovers.pop();
+        }
+      });
+      return getConnection.call(this, bound);
+    };
+  }
+  return true;
+}
+
+function follow(cmd: Command): void {
+  const handover = handovers[handovers.length - 1];
+  if (handover === null) return;
+  const ctx = handover?.ctx ?? requestOf();
+  if (ctx === undefined) return;
+  const entry = queryStarted(ctx, 'mysql', String(cmd.sql ?? cmd.query ?? ''), cmd.values, handover?.caller);
+  if (handover !== undefined) entry.wait = handover.wait;
+  const onResult = cmd.onResult;
+  if (typeof onResult === 'function') {
+    cmd.onResult = function (this: unknown, err: unknown, rows?: unknown, ...rest: unknown[]) {
+      queryEnded(ctx, entry, err ? undefined : rowsOf(rows), err ?? undefined);
+      return onResult.call(this, err, rows, ...rest);
+    };
+    return;
+  }
+  // Streamed (no callback): its rows come as 'result' events, and 'end' closes it, errors first.
+  let rows = 0;
+  let error: unknown;
+  const emit = cmd.emit;
+  cmd.emit = function (this: Command, event: string, ...args: unknown[]) {
+    if (event === 'result') rows++;
+    else if (event === 'error') error = args[0];
+    else if (event === 'end') queryEnded(ctx, entry, error === undefined ? rows : undefined, error);
+    return emit.call(this, event, ...args);
+  };
+}
