@@ -19,6 +19,7 @@ import { ProfileWriter } from './storage/writer.js';
 import { profilerPages } from './web/profiler-pages.js';
 import { withToolbar } from './web/toolbar.js';
 import { instrumentLoaded } from './instruments/index.js';
+import { instrumentNest } from './instruments/nestjs.js';
 import { ExplainRegistry } from './web/explain.js';
 import { recordHttpCalls } from './instruments/http-client.js';
 import { recordPino } from './instruments/pino.js';
@@ -59,6 +60,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   recordPino(tellOwn);
   const findDrivers = () => {
     instrumentLoaded(tellOwn);
+    if (instrumentNest(tellOwn)) trackRequests();
     // An app that talks to these does so after awaits: follow its requests across them from the start.
     if (isLoaded(ASYNC_LIBRARIES)) trackRequests();
   };

@@ -127,6 +127,60 @@ describe('a CommonJS project tested by jest 29 with supertest', () => {
   });
 });
 
+describe('a NestJS 11 app compiled by tsc, with app.use(webProfiler()) in main.ts', () => {
+  const nest = async (custom: boolean) => {
+    const dir = install('nest');
+    await node(dir, path.resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json');
+    const { stdout } = await run(process.execPath, ['dist/main.js'], { cwd: dir, timeout: 60_000, env: { ...process.env, NODE_ENV: 'development', CUSTOM_LOGGER: custom ? '1' : '' } });
+    // Nest's ConsoleLogger writes to stdout too: the app's report is the last line.
+    return JSON.parse(stdout.trim().split('\n').pop()!);
+  };
+  let out: any;
+  beforeAll(async () => {
+    out = await nest(false);
+  });
+
+  it('every exception Nest\'s filters answer is on the exception panel with the status Nest sent', () => {
+    const seen = (key: string) => [out[key].status, out[key].exception?.status, out[key].exception?.chain[0].class, out[key].exception?.chain[0].message];
+    expect(seen('missingArticle')).toEqual([404, 404, 'NotFoundException', 'article 7 not found']);
+    expect(seen('badId')).toEqual([400, 400, 'BadRequestException', 'Validation failed (numeric string is expected)']);
+    expect(seen('invalid')).toEqual([400, 400, 'BadRequestException', 'Bad Request Exception']);
+    expect(seen('unauthorized')).toEqual([401, 401, 'UnauthorizedException', 'no valid token']);
+    expect(seen('boom')).toEqual([500, 500, 'Error', 'the articles table is gone']);
+    expect(seen('noRoute')).toEqual([404, 404, 'NotFoundException', 'Cannot GET /nowhere']);
+    expect(out.list.exception).toBeNull();
+  });
+
+  it('Nest\'s Logger lines are in the logs panel, their context as the logger\'s name', () => {
+    const lines = (key: string) => out[key].logs.lines.map((l: any) => [l.level, l.channel, l.logger, l.message]);
+    expect(lines('list')).toEqual([
+      ['info', 'nest', 'ArticlesController', 'listing articles'],
+      ['warn', 'nest', 'Static', 'a static line'],
+      ['debug', 'nest', 'Timing', expect.stringMatching(/^took \d+ ms$/)],
+    ]);
+    expect(lines('missingArticle')).toEqual([['info', 'nest', 'ArticlesService', 'looking for article 7']]);
+    expect(lines('boom')).toContainEqual(['error', 'nest', 'ExceptionsHandler', 'the articles table is gone']);
+  });
+
+  it('routes are named Controller.method; guards, pipes and interceptors are spans of their own', () => {
+    const names = (key: string) => out[key].performance.timeline.map((s: any) => s.name);
+    expect(out.list.routing.route).toBe('/articles');
+    expect(names('list')).toEqual(expect.arrayContaining(['route GET /articles', 'ArticlesController.findAll', 'interceptors TimingInterceptor']));
+    expect(names('unauthorized')).toEqual(expect.arrayContaining(['ArticlesController.stats', 'guards TokenGuard']));
+    expect(names('invalid')).toEqual(expect.arrayContaining(['ArticlesController.create', 'pipes ValidationPipe']));
+    // The interceptor's span lasts as long as the handler it wraps.
+    const timeline = out.list.performance.timeline;
+    const interceptor = timeline.find((s: any) => s.name === 'interceptors TimingInterceptor');
+    expect(interceptor.end - interceptor.start).toBeGreaterThan(0);
+  });
+
+  it('with a logger of the app\'s own (useLogger), the lines land in the profile and the logger still gets them', async () => {
+    const custom = await nest(true);
+    expect(custom.list.logs.lines.map((l: any) => l.message)).toEqual(['listing articles', 'a static line', expect.stringMatching(/^took/)]);
+    expect(custom.customLines).toEqual(expect.arrayContaining(['listing articles', 'a static line', 'looking for article 7']));
+  });
+});
+
 describe('TypeScript compiled to CommonJS by tsc', () => {
   it('type-checks against the packed types, compiles and records', async () => {
     const dir = install('ts-cjs');

@@ -12,9 +12,9 @@ export interface Logger {
 /** Lines beyond this many per request are counted, not kept: a chatty loop must not eat the memory. */
 export const MAX_LOG_LINES = 1000;
 
-export function addLine(ctx: RequestContext, level: LogLevel, message: string, context: unknown, channel: LogChannel): void {
+export function addLine(ctx: RequestContext, level: LogLevel, message: string, context: unknown, channel: LogChannel, logger?: string): void {
   if (ctx.logs.length >= MAX_LOG_LINES) ctx.logsDropped++;
-  else ctx.logs.push({ time: Date.now(), level, message, context, channel });
+  else ctx.logs.push(logger === undefined ? { time: Date.now(), level, message, context, channel } : { time: Date.now(), level, message, context, channel, logger });
 }
 
 /** A line as its logger wrote it (pino's JSON): read later, off the request's thread. */

@@ -7,16 +7,8 @@ import { insideOf, MAX_QUERIES, sinceStart, type MarkEntry } from './inside.js';
  * or rejects is marked so and the error passes on untouched. Outside a request it just runs fn.
  */
 export function span<T>(name: string, fn: () => T): T {
-  const ctx = currentContext();
-  if (ctx === undefined) return fn();
-  const inside = insideOf(ctx);
-  if (inside.marks.length >= MAX_QUERIES) return fn();
-  const mark: MarkEntry = { name: String(name), start: sinceStart(ctx), end: -1, error: false };
-  inside.marks.push(mark);
-  const done = (failed: boolean) => {
-    mark.end = sinceStart(ctx);
-    mark.error = failed;
-  };
+  const done = startSpan(name);
+  if (done === undefined) return fn();
   let result: T;
   try {
     result = fn();
@@ -39,4 +31,19 @@ export function span<T>(name: string, fn: () => T): T {
   }
   done(false);
   return result;
+}
+
+/** A span of the running request that ends when the returned function is called; undefined outside a request. */
+export function startSpan(name: string): ((failed: boolean) => void) | undefined {
+  const ctx = currentContext();
+  if (ctx === undefined) return undefined;
+  const inside = insideOf(ctx);
+  if (inside.marks.length >= MAX_QUERIES) return undefined;
+  const mark: MarkEntry = { name: String(name), start: sinceStart(ctx), end: -1, error: false };
+  inside.marks.push(mark);
+  return (failed) => {
+    if (mark.end >= 0) return;
+    mark.end = sinceStart(ctx);
+    mark.error = failed;
+  };
 }
