@@ -70,6 +70,9 @@ describe('a CommonJS Express 4 app with compression and its own catch-all error 
     expect(out.panels.appError.exception.data.chain[0].status).toBeUndefined();
     expect(out.panels.boom.exception.data).toMatchObject({ status: 500, chain: [{ class: 'TypeError', message: 'boom' }] });
     expect(out.panels.missing.exception.data).toMatchObject({ status: 404, chain: [{ class: 'NotFoundError', status: 404 }] });
+    // body-parser's 400, which the app's handler answered 500: the status sent, and the error's own beside it.
+    expect(out.badJson.status).toBe(500);
+    expect(out.panels.badJson.exception.data).toMatchObject({ status: 500, errorStatus: 400, chain: [{ class: 'SyntaxError', status: 400 }] });
   });
 
   it('a gzip response body is shown decoded, its encoding said', () => {
@@ -115,6 +118,13 @@ describe('an ES module app whose dependency requires the profiler', () => {
     const dir = install('esm');
     const out = JSON.parse((await node(dir, 'check.js')).stdout);
     expect(out).toEqual({ same: true, transport: 'function', lines: ['from a CommonJS dependency'] });
+  });
+});
+
+describe('the host process on this Node', () => {
+  it('an app with its own better-sqlite3 serves, has its pages read, closes its profiler and collects garbage, three rounds, and exits normally', async () => {
+    const { stdout } = await run(process.execPath, ['--expose-gc', path.resolve('test/fixtures/close-and-collect.mjs'), path.resolve('dist/index.js'), '3'], { timeout: 60_000 });
+    expect(stdout.trim()).toBe('done 3');
   });
 });
 
