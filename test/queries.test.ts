@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import express from 'express';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { instrument, span, webProfiler, type ProfilerOptions } from '../src/index.js';
@@ -15,6 +16,14 @@ afterAll(() => closing.forEach((close) => close()));
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const THIS_FILE = path.resolve('test/queries.test.ts');
+
+/** A library in node_modules that runs the app's statement later, in a callback of its own, as ORMs do: no line of the app's is on its stack. */
+function detachedLibrary(): { later(fn: () => unknown): Promise<unknown> } {
+  const dir = path.join(tempDir(), 'node_modules', 'detached-orm');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'index.js'), 'exports.later = (db, sql) => new Promise((resolve) => setImmediate(() => resolve(db.prepare(sql).all())));\n');
+  return createRequire(path.join(dir, '..', '..', 'x.js'))('detached-orm');
+}
 
 /** An app of the shapes real code has, on a better-sqlite3 file database of its own. */
 async function start(options: ProfilerOptions = {}) {
@@ -42,6 +51,11 @@ async function start(options: ProfilerOptions = {}) {
     await sleep(1);
     const posts = db.prepare('SELECT title FROM posts WHERE user_id = ?').all(Number(req.params.id));
     res.json({ user, posts });
+  });
+  const orm = detachedLibrary() as unknown as { later(db: Database.Database, sql: string): Promise<unknown[]> };
+  app.get('/detached', async (_req, res) => {
+    const users = await orm.later(db, 'SELECT id FROM users');
+    res.json({ users: users.length });
   });
   app.get('/n1', (_req, res) => {
     const posts = db.prepare('SELECT * FROM posts').all() as { user_id: number }[];
@@ -148,6 +162,20 @@ describe('database queries: better-sqlite3, no setup', () => {
     expect(db.queries[1].runnable).toBe('SELECT * FROM posts WHERE user_id = 3');
     // The profiler's own store is never in a profile.
     expect(db.queries.some((q: any) => /profiles|profile_data/.test(q.sql))).toBe(false);
+  });
+
+  it('a statement with no line of the app\'s on its stack takes the line that answered, marked as such', async () => {
+    const app = await start();
+    const { token, body } = await call(app.url, '/detached');
+    expect(JSON.parse(body)).toEqual({ users: 8 });
+    const db = await panel(app.url, token, 'db', app.profiler);
+    expect(db.queries).toHaveLength(1);
+    expect(db.queries[0]).toMatchObject({ sql: 'SELECT id FROM users', callerAnswered: true, caller: expect.stringMatching(new RegExp(`^${THIS_FILE.replace(/[.]/g, '\\.')}:\\d+$`)) });
+    const page = await (await fetch(`${app.url}/_profiler/${token}?panel=db`)).text();
+    expect(page).toContain('(answered here)');
+    // A statement that had its own line keeps it, unmarked.
+    const sync = await panel(app.url, (await call(app.url, '/sync')).token, 'db', app.profiler);
+    expect(sync.queries.every((q: any) => q.callerAnswered === undefined && q.caller !== undefined)).toBe(true);
   });
 
   it('gives queries after awaits to their own request, with requests finishing out of order', async () => {

@@ -13,6 +13,8 @@ export interface FrameInfo {
   column: number;
   /** app frames are expanded with code; vendor (node_modules) and internal (node:) frames are collapsed. */
   kind: 'app' | 'vendor' | 'internal';
+  /** A frame of the profiler's own code (a library frame like any other, said so on the pages). */
+  profiler?: true;
   excerpt?: Excerpt;
   /** Set while the frame waits for its excerpt to be read (by the writer thread): a module the process loaded. */
   source?: true;
@@ -137,6 +139,7 @@ function framesOf(stack: string, budget: { reads: number } | undefined): FrameIn
       column: f.column ?? 0,
       kind: kindOf(raw),
     }, raw);
+    if (isOwnCode(toPath(raw))) frame.profiler = true;
     // A frame mapToSource moved to its source was checked there, as a source of a loaded map.
     if (frame.kind === 'app' && expanded < MAX_EXCERPTS && isExcerptable(frame.file, raw, frame.file !== toPath(raw))) {
       expanded++;

@@ -14,6 +14,8 @@ export interface QueryEntry {
   rows: number | undefined;
   error: unknown;
   caller: string | undefined;
+  /** The caller is the app's line that answered the request: none of the app's was on the statement's stack. */
+  callerAnswered?: true;
   /** Time spent waiting for a pooled connection before the statement was sent. */
   wait: number | undefined;
   /** Its details are kept (within MAX_QUERIES); otherwise it is only counted and timed. */
@@ -132,4 +134,22 @@ export function serverTiming(ctx: RequestContext): string {
   const calls = inside?.callCount ?? 0;
   return `db;dur=${(inside?.queryTime ?? 0).toFixed(2)};desc="${queries} ${queries === 1 ? 'query' : 'queries'}", ` +
     `http;dur=${http.toFixed(2)};desc="${calls} ${calls === 1 ? 'call' : 'calls'}", app;dur=${now.toFixed(2)}`;
+}
+
+/**
+ * Statements whose stack held no line of the app's (an ORM that detaches them, code compiled to
+ * generator-based async) take the app's line that answers the request, as its response goes out:
+ * the nearest line of the app's the request has, marked as such. Costs nothing when every
+ * statement has its own.
+ */
+export function answeredFrom(inside: Inside | undefined): void {
+  if (inside === undefined) return;
+  let line: string | undefined | null = null;
+  for (const q of inside.queries) {
+    if (!q.kept || q.caller !== undefined) continue;
+    if (line === null) line = callerFrame();
+    if (line === undefined) return;
+    q.caller = line;
+    q.callerAnswered = true;
+  }
 }

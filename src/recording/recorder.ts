@@ -4,7 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { contextOf, kContext, requestFinished, requestStarted, type RecorderSettings, type RequestContext } from './context.js';
 import { hookLayers } from './layers.js';
 import { logger, pinoHttpLoaded, RequestLogger } from './logger.js';
-import { serverTiming } from './inside.js';
+import { answeredFrom, serverTiming } from './inside.js';
 import { cpuNoteOther, cpuRunning, startCpu, stopCpu } from './cpu.js';
 import { isToken } from './token.js';
 import { originOf } from './url.js';
@@ -150,6 +150,7 @@ function patchPrototypes(req: Request, res: Response) {
   resProto.writeHead = mark(function writeHead(this: Tracked, status: unknown, reason?: unknown, headers?: unknown) {
     const ctx = this[kContext];
     if (ctx === undefined || this.headersSent) return writeHead0.call(this, status, reason, headers);
+    answeredFrom(ctx.inside);
     // Node takes (status, headers) as well as (status, reason, headers).
     if (typeof reason === 'string') return writeHead0.call(this, status, reason, stamped(this, ctx, headers));
     return writeHead0.call(this, status, stamped(this, ctx, reason), headers);
