@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
@@ -26,7 +26,7 @@ beforeAll(() => {
  * `links` (name → a folder of the project's node_modules) linked there, and those in `copies`
  * copied there: a package that requires another (knex its driver) finds the app's own copy.
  */
-function install(fixture: string, links: Record<string, string> = {}, copies: string[] = []): string {
+function install(fixture: string, links: Record<string, string> = {}, copies: string[] = [], files: Record<string, string> = {}): string {
   const dir = path.join(APPS, `${fixture}-${process.pid}`);
   rmSync(dir, { recursive: true, force: true });
   cpSync(path.resolve('test/fixtures/apps', fixture), dir, { recursive: true });
@@ -35,6 +35,10 @@ function install(fixture: string, links: Record<string, string> = {}, copies: st
   execFileSync('tar', ['xzf', tarball, '-C', pkg, '--strip-components=1']);
   for (const [name, target] of Object.entries(links)) symlinkSync(path.resolve('node_modules', target), path.join(dir, 'node_modules', name), 'dir');
   for (const name of copies) cpSync(path.resolve('node_modules', name), path.join(dir, 'node_modules', name), { recursive: true });
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    writeFileSync(path.join(dir, name), text);
+  }
   return dir;
 }
 
@@ -145,7 +149,8 @@ describe('a CommonJS project tested by jest 29 with supertest', () => {
 
 describe('a NestJS 11 app compiled by tsc, with app.use(webProfiler()) in main.ts', () => {
   const nest = async (custom: boolean) => {
-    const dir = install('nest');
+    // A library that runs the app's statements in a callback of its own, as ORMs do.
+    const dir = install('nest', {}, [], { 'node_modules/detached-orm/index.js': 'exports.later = (db, sql) => new Promise((resolve) => setImmediate(() => resolve(db.prepare(sql).all())));\n' });
     await node(dir, path.resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json');
     const { stdout } = await run(process.execPath, ['dist/main.js'], { cwd: dir, timeout: 60_000, env: { ...process.env, NODE_ENV: 'development', CUSTOM_LOGGER: custom ? '1' : '' } });
     // Nest's ConsoleLogger writes to stdout too: the app's report is the last line.
@@ -176,6 +181,11 @@ describe('a NestJS 11 app compiled by tsc, with app.use(webProfiler()) in main.t
     ]);
     expect(lines('missingArticle')).toEqual([['info', 'nest', 'ArticlesService', 'looking for article 7']]);
     expect(lines('boom')).toContainEqual(['error', 'nest', 'ExceptionsHandler', 'the articles table is gone']);
+  });
+
+  it('a statement with no line of the app\'s anywhere on its stack or the response\'s is given the route handler\'s name, marked as such', () => {
+    expect(out.count.status).toBe(200);
+    expect(out.count.db.queries).toMatchObject([{ sql: 'SELECT 1 AS n', caller: 'ArticlesController.count', callerFrom: 'handler' }]);
   });
 
   it('routes are named Controller.method; guards, pipes and interceptors are spans of their own', () => {

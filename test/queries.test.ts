@@ -170,12 +170,12 @@ describe('database queries: better-sqlite3, no setup', () => {
     expect(JSON.parse(body)).toEqual({ users: 8 });
     const db = await panel(app.url, token, 'db', app.profiler);
     expect(db.queries).toHaveLength(1);
-    expect(db.queries[0]).toMatchObject({ sql: 'SELECT id FROM users', callerAnswered: true, caller: expect.stringMatching(new RegExp(`^${THIS_FILE.replace(/[.]/g, '\\.')}:\\d+$`)) });
+    expect(db.queries[0]).toMatchObject({ sql: 'SELECT id FROM users', callerFrom: 'response', caller: expect.stringMatching(new RegExp(`^${THIS_FILE.replace(/[.]/g, '\\.')}:\\d+$`)) });
     const page = await (await fetch(`${app.url}/_profiler/${token}?panel=db`)).text();
     expect(page).toContain('(answered here)');
     // A statement that had its own line keeps it, unmarked.
     const sync = await panel(app.url, (await call(app.url, '/sync')).token, 'db', app.profiler);
-    expect(sync.queries.every((q: any) => q.callerAnswered === undefined && q.caller !== undefined)).toBe(true);
+    expect(sync.queries.every((q: any) => q.callerFrom === undefined && q.caller !== undefined)).toBe(true);
   });
 
   it('gives queries after awaits to their own request, with requests finishing out of order', async () => {

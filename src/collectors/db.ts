@@ -20,8 +20,8 @@ export interface QueryData {
   rows?: number;
   error?: ErrorSummary;
   caller?: string;
-  /** `caller` is the app's line that answered the request: the statement's own stack held none of the app's lines. */
-  callerAnswered?: true;
+  /** Where `caller` came from when the statement's own stack held none of the app's lines: the line that answered (`response`), or the route handler's name (`handler`). */
+  callerFrom?: 'response' | 'handler';
   layer?: string;
   slow: boolean;
   /** Run ≥ N_PLUS_ONE times from this caller line: a likely N+1. */
@@ -107,7 +107,7 @@ export const db: CorePanel<DbData> = {
       if (q.rows !== undefined) data.rows = q.rows;
       if (q.error !== undefined) data.error = { ...q.error, message: redactText(q.error.message, keys) };
       if (q.caller !== undefined) data.caller = q.caller;
-      if (q.callerAnswered) data.callerAnswered = true;
+      if (q.callerFrom !== undefined) data.callerFrom = q.callerFrom;
       const layer = layerAt(s.spans, q.start);
       if (layer !== undefined) data.layer = layer;
       return data;

@@ -1,5 +1,6 @@
 import { plain } from '../collectors/plain.js';
 import type { CallEntry, Inside, MarkEntry } from './inside.js';
+import type { CallerFrom } from './inside.js';
 
 export interface ErrorSummary {
   class: string;
@@ -17,7 +18,7 @@ export interface CapturedQuery {
   rows?: number;
   error?: ErrorSummary;
   caller?: string;
-  callerAnswered?: true;
+  callerFrom?: CallerFrom;
   wait?: number;
 }
 
@@ -59,7 +60,7 @@ export function captureInside(inside: Inside, end: number): { value: CapturedIns
     if (q.rows !== undefined) c.rows = q.rows;
     if (q.error !== undefined) c.error = errorSummary(q.error);
     if (q.caller !== undefined) c.caller = q.caller;
-    if (q.callerAnswered) c.callerAnswered = true;
+    if (q.callerFrom !== undefined) c.callerFrom = q.callerFrom;
     if (q.wait !== undefined) c.wait = Math.round(q.wait * 1000) / 1000;
     size += 128 + sql.length + (q.params === undefined ? 0 : 256) + (q.caller?.length ?? 0);
     return c;

@@ -14,8 +14,8 @@ export interface QueryEntry {
   rows: number | undefined;
   error: unknown;
   caller: string | undefined;
-  /** The caller is the app's line that answered the request: none of the app's was on the statement's stack. */
-  callerAnswered?: true;
+  /** Where the caller came from when the statement's own stack held no line of the app's (see answeredFrom). */
+  callerFrom?: CallerFrom;
   /** Time spent waiting for a pooled connection before the statement was sent. */
   wait: number | undefined;
   /** Its details are kept (within MAX_QUERIES); otherwise it is only counted and timed. */
@@ -136,20 +136,40 @@ export function serverTiming(ctx: RequestContext): string {
     `http;dur=${http.toFixed(2)};desc="${calls} ${calls === 1 ? 'call' : 'calls'}", app;dur=${now.toFixed(2)}`;
 }
 
+/** `response`: the caller is the app's line that answered the request; `handler`: the name of the route's handler (no line of the app's answered either). */
+export type CallerFrom = 'response' | 'handler';
+
 /**
  * Statements whose stack held no line of the app's (an ORM that detaches them, code compiled to
- * generator-based async) take the app's line that answers the request, as its response goes out:
- * the nearest line of the app's the request has, marked as such. Costs nothing when every
- * statement has its own.
+ * generator-based async) take the nearest the request has, marked as such: the app's line that
+ * answers the request, as its response goes out, or else (a framework that answers for the
+ * handler, as Nest does) the route handler's name. Costs nothing when every statement has its own.
  */
-export function answeredFrom(inside: Inside | undefined): void {
+export function answeredFrom(ctx: RequestContext): void {
+  const inside = ctx.inside;
   if (inside === undefined) return;
-  let line: string | undefined | null = null;
+  let caller: string | undefined | null = null;
+  let from: CallerFrom = 'response';
   for (const q of inside.queries) {
     if (!q.kept || q.caller !== undefined) continue;
-    if (line === null) line = callerFrame();
-    if (line === undefined) return;
-    q.caller = line;
-    q.callerAnswered = true;
+    if (caller === null) {
+      caller = callerFrame();
+      if (caller === undefined) {
+        caller = handlerOf(ctx.routeLayers);
+        from = 'handler';
+      }
+    }
+    if (caller === undefined) return;
+    q.caller = caller;
+    q.callerFrom = from;
   }
+}
+
+/** The name of the route's handler: its last layer with a name of its own. */
+function handlerOf(layers: unknown[] | undefined): string | undefined {
+  for (let i = (layers?.length ?? 0) - 1; i >= 0; i--) {
+    const name = (layers![i] as { name?: unknown })?.name;
+    if (typeof name === 'string' && name !== '' && name !== '<anonymous>') return name;
+  }
+  return undefined;
 }

@@ -150,7 +150,7 @@ function patchPrototypes(req: Request, res: Response) {
   resProto.writeHead = mark(function writeHead(this: Tracked, status: unknown, reason?: unknown, headers?: unknown) {
     const ctx = this[kContext];
     if (ctx === undefined || this.headersSent) return writeHead0.call(this, status, reason, headers);
-    answeredFrom(ctx.inside);
+    answeredFrom(ctx);
     // Node takes (status, headers) as well as (status, reason, headers).
     if (typeof reason === 'string') return writeHead0.call(this, status, reason, stamped(this, ctx, headers));
     return writeHead0.call(this, status, stamped(this, ctx, reason), headers);
