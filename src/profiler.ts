@@ -20,6 +20,7 @@ import { profilerPages } from './web/profiler-pages.js';
 import { withToolbar } from './web/toolbar.js';
 import { instrumentLoaded } from './instruments/index.js';
 import { instrumentNest } from './instruments/nestjs.js';
+import { instrumentWinston } from './instruments/winston-writes.js';
 import { ExplainRegistry } from './web/explain.js';
 import { recordHttpCalls } from './instruments/http-client.js';
 import { recordPino } from './instruments/pino.js';
@@ -61,6 +62,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const findDrivers = () => {
     instrumentLoaded(tellOwn);
     if (instrumentNest(tellOwn)) trackRequests();
+    instrumentWinston();
     // An app that talks to these does so after awaits: follow its requests across them from the start.
     if (isLoaded(ASYNC_LIBRARIES)) trackRequests();
   };

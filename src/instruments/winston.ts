@@ -1,31 +1,9 @@
 import Transport from 'winston-transport';
-import { currentContext, type LogLevel, type RequestContext } from '../recording/context.js';
-import { addLine } from '../recording/logger.js';
+import { currentContext, type RequestContext } from '../recording/context.js';
+import { recordLine, winstonRecorded, type Info } from './winston-writes.js';
 
-const LEVEL = Symbol.for('level');
-const MESSAGE = Symbol.for('message');
 /** The request a line was logged in, stamped when the app logs it. */
 const kRequest = Symbol('web-profiler.request');
-
-/** npm's and syslog's level names as the panel's. */
-function levelOf(name: unknown): LogLevel {
-  switch (String(name)) {
-    case 'error': case 'emerg': case 'alert': case 'crit':
-      return 'error';
-    case 'warn': case 'warning':
-      return 'warn';
-    case 'info': case 'notice': case 'http':
-      return 'info';
-    default:
-      return 'debug';
-  }
-}
-
-interface Info {
-  [key: string | symbol]: unknown;
-  level?: unknown;
-  message?: unknown;
-}
 
 const stamped = new WeakSet<object>();
 
@@ -63,18 +41,9 @@ export class ProfilerTransport extends Transport {
   }
 
   override log(info: Info, next: () => void): void {
-    const ctx = (info[kRequest] as RequestContext | undefined) ?? currentContext();
-    if (ctx !== undefined) {
-      const context: Record<string, unknown> = {};
-      let fields = 0;
-      for (const key of Object.keys(info)) {
-        if (key === 'level' || key === 'message') continue;
-        context[key] = info[key];
-        fields++;
-      }
-      const message = typeof info.message === 'string' ? info.message : info.message === undefined ? String(info[MESSAGE] ?? '') : String(info.message);
-      addLine(ctx, levelOf(info[LEVEL] ?? info.level), message, fields > 0 ? context : undefined, 'winston');
-    }
+    // A winston the profiler found records each line itself, as it is written: then this adds nothing.
+    const ctx = winstonRecorded() ? undefined : ((info[kRequest] as RequestContext | undefined) ?? currentContext());
+    if (ctx !== undefined) recordLine(ctx, info);
     next();
   }
 }

@@ -1,6 +1,7 @@
-import { Eta } from 'eta';
+import type { Eta } from 'eta';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -8,7 +9,19 @@ import { performance } from 'node:perf_hooks';
 /** views/ sits beside src/ and dist/ at the package root. */
 export const VIEWS = path.resolve(__dirname, '../../views');
 
-const eta = new Eta({ views: VIEWS, cache: true, autoEscape: true, autoTrim: false });
+/**
+ * Loaded on the first page, not with the middleware: eta requires `node:fs`, which jest before
+ * 27 cannot load, and an app's tests under such a jest should still be recorded (its pages then
+ * fail, and the error pages fall back to plain text).
+ */
+let eta: Eta | undefined;
+const engine = (): Eta => {
+  if (eta === undefined) {
+    const { Eta: Engine } = createRequire(__filename)('eta') as typeof import('eta');
+    eta = new Engine({ views: VIEWS, cache: true, autoEscape: true, autoTrim: false });
+  }
+  return eta;
+};
 
 const asset = (name: string) => readFileSync(path.join(VIEWS, 'assets', name), 'utf8');
 const assets = { css: asset('style.css'), js: asset('app.js') };
@@ -49,7 +62,7 @@ export const helpers = {
 
 /** Render a template with the helpers, the inlined assets and a CSP nonce for its scripts. */
 export function render(template: string, data: Record<string, unknown>, nonce = ''): string {
-  return eta.render(template, { ...data, h: helpers, assets, nonce });
+  return engine().render(template, { ...data, h: helpers, assets, nonce });
 }
 
 /** Server-Timing for pages the profiler renders itself: the bench reads it, and so can devtools. */
