@@ -1,4 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { cpSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -24,9 +25,10 @@ beforeAll(() => {
 /**
  * A copy of the fixture with the packed profiler in its node_modules, the packages named in
  * `links` (name → a folder of the project's node_modules) linked there, and those in `copies`
- * copied there: a package that requires another (knex its driver) finds the app's own copy.
+ * copied there (a package that requires another, knex its driver, then finds the app's own copy;
+ * jest's module map does not follow links), and `files` written.
  */
-function install(fixture: string, links: Record<string, string> = {}, copies: string[] = [], files: Record<string, string> = {}): string {
+function install(fixture: string, links: Record<string, string> = {}, copies: Record<string, string> = {}, files: Record<string, string> = {}): string {
   const dir = path.join(APPS, `${fixture}-${process.pid}`);
   rmSync(dir, { recursive: true, force: true });
   cpSync(path.resolve('test/fixtures/apps', fixture), dir, { recursive: true });
@@ -34,7 +36,7 @@ function install(fixture: string, links: Record<string, string> = {}, copies: st
   mkdirSync(pkg, { recursive: true });
   execFileSync('tar', ['xzf', tarball, '-C', pkg, '--strip-components=1']);
   for (const [name, target] of Object.entries(links)) symlinkSync(path.resolve('node_modules', target), path.join(dir, 'node_modules', name), 'dir');
-  for (const name of copies) cpSync(path.resolve('node_modules', name), path.join(dir, 'node_modules', name), { recursive: true });
+  for (const [name, source] of Object.entries(copies)) cpSync(path.resolve('node_modules', source), path.join(dir, 'node_modules', name), { recursive: true });
   for (const [name, text] of Object.entries(files)) {
     mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
     writeFileSync(path.join(dir, name), text);
@@ -50,7 +52,7 @@ if (!mysqlUrl) process.stderr.write(`\n!!! PACKAGED APP WITHOUT ITS DATABASE (kn
 describe('a CommonJS Express 4 app with compression and its own catch-all error handler', () => {
   let out: any;
   beforeAll(async () => {
-    const dir = install('cjs-express4', { express: 'express4', mysql2: 'mysql2-3.11' }, ['knex']);
+    const dir = install('cjs-express4', { express: 'express4', mysql2: 'mysql2-3.11' }, { knex: 'knex' });
     out = JSON.parse((await node(dir, 'check.js')).stdout);
   });
 
@@ -138,10 +140,18 @@ describe('the host process on this Node', () => {
   });
 });
 
-describe('a CommonJS project tested by jest 29 with supertest', () => {
-  it('its tests pass, and jest exits by itself', async () => {
-    const dir = install('jest-cjs');
-    const { stdout, stderr } = await node(dir, path.resolve('node_modules/jest/bin/jest.js'), '--ci', '--colors=false');
+describe('a CommonJS project tested by jest with supertest', () => {
+  // jest 26 (which apps still lock) has a module registry that knew no node: specifiers.
+  // jest 26 with the Express and supertest of its day (Express 5 and supertest 7 require node: builtins too).
+  it.each([
+    ['29', 'jest', { supertest: 'supertest' }],
+    ['26', 'jest26', { supertest: 'supertest6', express: 'express4' }],
+  ])('under jest %s its tests pass, and jest exits by itself', async (_version, jest, packages) => {
+    // Copied: jest's module map does not follow a linked package.
+    const dir = install('jest-cjs', {}, packages);
+    // Each jest with its own node environment (the project's node_modules hold 29's at the top).
+    const environment = createRequire(path.resolve('node_modules', jest, 'package.json')).resolve('jest-environment-node');
+    const { stdout, stderr } = await node(dir, path.resolve('node_modules', jest, 'bin/jest.js'), '--ci', '--colors=false', `--testEnvironment=${environment}`);
     expect(stderr).toMatch(/Tests:\s+3 passed, 3 total/);
     expect(stdout + stderr).not.toMatch(/did not exit|open handle/i);
   });
@@ -150,7 +160,7 @@ describe('a CommonJS project tested by jest 29 with supertest', () => {
 describe('a NestJS 11 app compiled by tsc, with app.use(webProfiler()) in main.ts', () => {
   const nest = async (custom: boolean) => {
     // A library that runs the app's statements in a callback of its own, as ORMs do.
-    const dir = install('nest', {}, [], { 'node_modules/detached-orm/index.js': 'exports.later = (db, sql) => new Promise((resolve) => setImmediate(() => resolve(db.prepare(sql).all())));\n' });
+    const dir = install('nest', {}, {}, { 'node_modules/detached-orm/index.js': 'exports.later = (db, sql) => new Promise((resolve) => setImmediate(() => resolve(db.prepare(sql).all())));\n' });
     await node(dir, path.resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json');
     const { stdout } = await run(process.execPath, ['dist/main.js'], { cwd: dir, timeout: 60_000, env: { ...process.env, NODE_ENV: 'development', CUSTOM_LOGGER: custom ? '1' : '' } });
     // Nest's ConsoleLogger writes to stdout too: the app's report is the last line.
