@@ -1,4 +1,5 @@
 import express from 'express';
+import mysqljs from 'mysql';
 import mysql from 'mysql2';
 import mysqlPromise from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -95,3 +96,57 @@ describe.skipIf(!url)('database queries: mysql2 through its tracing channels, ag
 it('has a MariaDB server in CI', () => {
   if (process.env.CI) expect(inject('mysqlMissing')).toBe('');
 });
+
+describe.skipIf(!url)('database queries: the mysql package (mysqljs), against a real MariaDB', () => {
+  it('records callback, pooled and streamed statements with their SQL, rows, errors and caller lines', async () => {
+    const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    const pool = mysqljs.createPool({ ...poolConfig(url), connectionLimit: 1 });
+    const q = (sql: string, values?: unknown[]) => new Promise<any>((resolve, reject) => pool.query(sql, values, (err, rows) => (err ? reject(err) : resolve(rows))));
+    await q('CREATE DATABASE IF NOT EXISTS legacy');
+    await q('CREATE TABLE IF NOT EXISTS legacy.items (id INT PRIMARY KEY, name VARCHAR(40))');
+    await q('REPLACE INTO legacy.items VALUES (1, ?), (2, ?)', ['one', 'two']);
+    const app = express();
+    app.use(profiler);
+    app.get('/items', async (_req, res) => {
+      const rows = await q('SELECT name FROM legacy.items WHERE id > ?', [0]);
+      const names: string[] = [];
+      await new Promise<void>((resolve, reject) => {
+        pool.getConnection((err, connection) => {
+          if (err) return reject(err);
+          connection.query('SELECT id FROM legacy.items').on('result', (row: { id: number }) => names.push(String(row.id))).on('end', () => {
+            connection.release();
+            resolve();
+          });
+        });
+      });
+      let failed = '';
+      await q('SELECT nope FROM legacy.items').catch((err: Error) => (failed = err.message));
+      res.json({ rows: rows.length, names, failed });
+    });
+    const server = await listen(app);
+    try {
+      const res = await fetch(`${server.url}/items`);
+      expect(await res.json()).toEqual({ rows: 2, names: ['1', '2'], failed: expect.stringContaining('ER_BAD_FIELD_ERROR') });
+      profiler.flush();
+      const db = (await (await fetch(`${server.url}/_profiler/${res.headers.get('x-debug-token')}?panel=db`, { headers: { accept: 'application/json' } })).json()).data;
+      expect(db.queries.map((x: any) => [x.driver, x.sql, x.rows])).toEqual([
+        ['mysql', "SELECT name FROM legacy.items WHERE id > 0", 2],
+        ['mysql', 'SELECT id FROM legacy.items', 2],
+        ['mysql', 'SELECT nope FROM legacy.items', undefined],
+      ]);
+      expect(db.queries[0].params).toEqual([0]);
+      expect(db.queries[2].error.code).toBe('ER_BAD_FIELD_ERROR');
+      for (const x of db.queries) expect(x.caller).toMatch(/mysql\.test\.ts:\d+$/);
+    } finally {
+      await server.close();
+      profiler.close();
+      pool.end();
+    }
+  });
+});
+
+/** mysqljs takes no URL with a path of options as mysql2 does: host, port, user from it. */
+function poolConfig(uri: string) {
+  const u = new URL(uri);
+  return { host: u.hostname, port: Number(u.port), user: decodeURIComponent(u.username) };
+}

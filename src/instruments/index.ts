@@ -1,11 +1,12 @@
 import { createRequire } from 'node:module';
 import type { DriverAdapter } from './driver.js';
 import { betterSqlite3 } from './better-sqlite3.js';
+import { mysql } from './mysql.js';
 import { mysql2 } from './mysql2.js';
 import { pg } from './pg.js';
 
 /** The drivers recorded with no setup. A new one: its adapter file beside these, and its name here. */
-export const drivers: DriverAdapter[] = [betterSqlite3, pg, mysql2];
+export const drivers: DriverAdapter[] = [betterSqlite3, pg, mysql2, mysql];
 
 const requireCache = createRequire(__filename).cache;
 const hooked = new WeakSet<object>();
