@@ -1,5 +1,7 @@
 import express from 'express';
 import pg from 'pg';
+import Cursor from 'pg-cursor';
+import QueryStream from 'pg-query-stream';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { webProfiler } from '../src/index.js';
 import { listen, tempDb, type Running } from './helpers.js';
@@ -55,6 +57,18 @@ describe.skipIf(!url)('database queries: PostgreSQL through pg, against a real s
       const { rows } = await pool.query('SELECT 1 AS one');
       res.json(rows);
     });
+    app.get('/cursor', async (_req, res) => {
+      const conn = await pool.connect();
+      const cursor = conn.query(new Cursor('SELECT id FROM accounts WHERE id <= $1 ORDER BY id', [5]));
+      const first = await cursor.read(2);
+      const rest = await cursor.read(10);
+      await cursor.close();
+      const streamed: number[] = [];
+      const stream = conn.query(new QueryStream('SELECT id FROM accounts WHERE id > $1 ORDER BY id', [5]));
+      for await (const row of stream) streamed.push((row as { id: number }).id);
+      conn.release();
+      res.json({ cursor: [...first, ...rest].map((r: { id: number }) => r.id), streamed });
+    });
     app.get('/secret', async (_req, res) => {
       await pool.query('UPDATE accounts SET api_token = $1 WHERE name = $2', ['fresh-token-value', 'user1']);
       res.sendStatus(204);
@@ -85,6 +99,17 @@ describe.skipIf(!url)('database queries: PostgreSQL through pg, against a real s
     expect(db.queries[0]).toMatchObject({ driver: 'pg', sql: 'SELECT id, name FROM accounts WHERE id = $1', params: [3], rows: 1, layer: 'route GET /pool › handler', runnable: 'SELECT id, name FROM accounts WHERE id = 3' });
     expect(db.queries[0].caller).toMatch(/postgres\.test\.ts:\d+$/);
     expect(db.queries[0].wait).toBeGreaterThanOrEqual(0);
+  });
+
+  it('records a cursor and a query stream with their SQL, the rows they gave and how long they ran', async () => {
+    const { body, db } = await run('/cursor');
+    expect(JSON.parse(body)).toEqual({ cursor: [1, 2, 3, 4, 5], streamed: [6, 7, 8] });
+    // The parameters as the cursor sends them (pg-cursor turns them into text as it is made).
+    expect(db.queries.map((q: any) => [q.sql, q.params, q.rows])).toEqual([
+      ['SELECT id FROM accounts WHERE id <= $1 ORDER BY id', ['5'], 5],
+      ['SELECT id FROM accounts WHERE id > $1 ORDER BY id', ['5'], 3],
+    ]);
+    for (const q of db.queries) expect(q.duration).toBeGreaterThan(0);
   });
 
   it('gives queries after awaits to their own request, pooled and on a client, finishing out of order', async () => {

@@ -96,8 +96,9 @@ function clientQuery(original: Fn): Fn {
     if (handover !== undefined) this[kHandover] = undefined;
     const ctx = handover?.ctx ?? requestOf();
     if (ctx === undefined || config == null || config[kOwn] || this[kOwn]) return original.apply(this, arguments as never);
-    const text = typeof config === 'string' ? config : String(config.text ?? '');
-    const params = Array.isArray(values) ? values : config.values;
+    // pg-query-stream keeps its statement in the cursor it wraps.
+    const text = typeof config === 'string' ? config : String(config.text ?? config.cursor?.text ?? '');
+    const params = Array.isArray(values) ? values : (config.values ?? config.cursor?.values);
     const entry = queryStarted(ctx, 'pg', text, params, handover?.caller);
     if (handover !== undefined) entry.wait = handover.wait;
     if (entry.kept && /^\s*(select|with)\b/i.test(text)) {
@@ -114,7 +115,7 @@ function clientQuery(original: Fn): Fn {
         if (typeof values === 'function') return original.call(this, config, observe(values));
         if (typeof callback === 'function') return original.call(this, config, values, observe(callback));
         if (typeof config.callback === 'function') config.callback = observe(config.callback);
-        else queryEnded(ctx, entry, undefined, undefined);
+        else untilDone(config.cursor ?? config, (err, rows) => queryEnded(ctx, entry, err ? undefined : rows, err));
         return original.call(this, config, values, callback);
       }
       if (typeof values === 'function') return original.call(this, config, observe(values));
@@ -180,3 +181,22 @@ function poolConnect(original: Fn): Fn {
   };
 }
 
+/**
+ * A cursor (pg-cursor, the one pg-query-stream reads through) read in batches: it ends with its
+ * 'end' event, or an 'error', and gives its rows one 'row' event each. Seen through its emit(),
+ * so that no listener is added (an 'error' listener would swallow what the app does not handle).
+ */
+function untilDone(emitter: { emit?: unknown }, done: (err: unknown, rows: number) => void): void {
+  const emit = emitter?.emit;
+  if (typeof emit !== 'function') return done(undefined, 0);
+  let rows = 0;
+  let ended = false;
+  emitter.emit = function (this: unknown, event: string, ...args: unknown[]) {
+    if (event === 'row') rows++;
+    else if (!ended && (event === 'end' || event === 'error')) {
+      ended = true;
+      done(event === 'error' ? args[0] : undefined, rows);
+    }
+    return (emit as (...a: unknown[]) => boolean).call(this, event, ...args);
+  };
+}
