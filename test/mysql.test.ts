@@ -59,9 +59,20 @@ describe.skipIf(!url)('database queries: mysql2 through its tracing channels, ag
     const res = await fetch(server.url + path);
     const body = await res.text();
     profiler.flush();
-    const data = (await (await fetch(`${server.url}/_profiler/${res.headers.get('x-debug-token')}?panel=db`, { headers: { accept: 'application/json' } })).json()).data;
-    return { body, db: data };
+    const token = res.headers.get('x-debug-token')!;
+    const data = (await (await fetch(`${server.url}/_profiler/${token}?panel=db`, { headers: { accept: 'application/json' } })).json()).data;
+    return { body, db: data, token };
   }
+
+  it('offers no EXPLAIN where it cannot run, and says why when asked', async () => {
+    const { db, token } = await run('/accounts/1');
+    expect(db.queries.every((q: any) => q.explainable === false)).toBe(true);
+    const page = await (await fetch(`${server.url}/_profiler/${token}?panel=db`)).text();
+    expect(page).not.toContain('explain=0');
+    const asked = await fetch(`${server.url}/_profiler/${token}/db/0/explain`, { headers: { accept: 'application/json' } });
+    expect(asked.status).toBe(404);
+    expect((await asked.json()).detail).toContain('its driver does not say which connection ran it');
+  });
 
   it('records execute() and query() of the promise API, after awaits, each in its own request', async () => {
     const ids = [1, 2, 3, 4];

@@ -101,7 +101,8 @@ export const db: CorePanel<DbData> = {
         slow: took >= options.slowQuery,
         nPlusOne: false,
         group: group.index,
-        explainable: SELECT.test(q.sql) && q.error === undefined,
+        // Offered only where it can run: a SELECT that succeeded, on a connection its driver named.
+        explainable: q.explainable === true && SELECT.test(q.sql) && q.error === undefined,
       };
       if (q.wait !== undefined) data.wait = q.wait;
       if (q.rows !== undefined) data.rows = q.rows;

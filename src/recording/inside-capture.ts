@@ -20,6 +20,8 @@ export interface CapturedQuery {
   caller?: string;
   callerFrom?: CallerFrom;
   wait?: number;
+  /** Its driver kept what EXPLAIN needs (the connection it ran on). */
+  explainable?: true;
 }
 
 export interface CapturedCall extends Omit<CallEntry, 'error' | 'caller'> {
@@ -61,6 +63,7 @@ export function captureInside(inside: Inside, end: number): { value: CapturedIns
     if (q.error !== undefined) c.error = errorSummary(q.error);
     if (q.caller !== undefined) c.caller = q.caller;
     if (q.callerFrom !== undefined) c.callerFrom = q.callerFrom;
+    if (q.explain !== undefined) c.explainable = true;
     if (q.wait !== undefined) c.wait = Math.round(q.wait * 1000) / 1000;
     size += 128 + sql.length + (q.params === undefined ? 0 : 256) + (q.caller?.length ?? 0);
     return c;
