@@ -34,8 +34,8 @@ export function describeBytes(raw: RawBody, contentType: string | undefined, lim
   const described = (data: BodyData): BodyData => (decoded === undefined ? data : { ...data, encoding: coding });
   if (decoded !== undefined) {
     if (decoded === null) return described({ size, contentType, kind: 'binary', truncated: false });
-    bytes = decoded;
-    truncated = truncated || decoded.length > limit;
+    bytes = decoded.bytes;
+    truncated = truncated || decoded.cut;
   }
   if (!isTextual(contentType) || looksBinary(bytes)) return described({ size, contentType, kind: 'binary', truncated: false });
   const text = bytes.subarray(0, limit).toString('utf8');
@@ -71,20 +71,36 @@ function inflateAny(bytes: Buffer, options: zlib.ZlibOptions): Buffer {
 
 /**
  * The body decoded, up to about `limit` + 1 bytes (a body cut when it was kept decodes as far as
- * it goes); null for an encoding this Node cannot read, or bytes that are not in it. A small
- * body that inflates past the limit (a compression bomb) is decoded from less of its input.
+ * it goes); null for an encoding this Node cannot read, or bytes that are not in it. One that
+ * inflates past the limit (a long body, or a compression bomb) is decoded from the longest part
+ * of its input that stays within it: zlib stops at the limit by throwing, not by cutting, so
+ * that part is found by halving (each try stops as soon as it passes the limit).
  */
-function decode(coding: string, bytes: Buffer, limit: number): Buffer | null {
+function decode(coding: string, bytes: Buffer, limit: number): { bytes: Buffer; cut: boolean } | null {
   const decoder = DECODERS[coding];
   if (decoder === undefined) return null;
-  for (let input = bytes; input.length > 0; input = input.subarray(0, input.length >> 1)) {
+  const attempt = (input: Buffer): Buffer | 'too large' | null => {
     try {
       return decoder.decode(input, { finishFlush: decoder.flush, maxOutputLength: limit + 1 });
     } catch (err) {
-      if ((err as { code?: string }).code !== 'ERR_BUFFER_TOO_LARGE') return null;
+      return (err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' ? 'too large' : null;
+    }
+  };
+  const whole = attempt(bytes);
+  if (whole !== 'too large') return whole && { bytes: whole, cut: whole.length > limit };
+  let fits = 0;
+  let over = bytes.length;
+  let best: Buffer = Buffer.alloc(0);
+  while (over - fits > 1) {
+    const mid = (fits + over) >>> 1;
+    const out = attempt(bytes.subarray(0, mid));
+    if (out === 'too large') over = mid;
+    else {
+      fits = mid;
+      if (out !== null && out.length >= best.length) best = out;
     }
   }
-  return null;
+  return { bytes: best, cut: true };
 }
 
 /**
