@@ -104,5 +104,29 @@ describe('notFound with the app\'s own error handling', () => {
       expect(put.headers.get('allow')).toBe('POST');
       expect(await put.json()).toEqual({ status: 405, statusCode: 405, expose: true });
     });
+
+    it(`${name}: a path that sub-apps mounted in the app (and in them) have for other methods is a 405 with their Allow`, async () => {
+      const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+      profilers.push(profiler);
+      const app = make();
+      const api = make();
+      const admin = make();
+      admin.delete('/users/:id', (_req, res) => res.status(204).end());
+      api.post('/orders', (_req, res) => res.status(201).end());
+      api.use('/admin', admin);
+      app.use(profiler);
+      app.use('/api', api);
+      app.use(profiler.notFound);
+      const server = await listen(app);
+      running.push(server);
+      const asked = async (method: string, path: string) => {
+        const res = await fetch(server.url + path, { method, headers: { accept: 'application/json' } });
+        return [res.status, res.headers.get('allow')];
+      };
+      expect(await asked('PUT', '/api/orders')).toEqual([405, 'POST']);
+      expect(await asked('GET', '/api/admin/users/7')).toEqual([405, 'DELETE']);
+      expect(await asked('GET', '/api/nowhere')).toEqual([404, null]);
+      expect(await asked('POST', '/api/orders')).toEqual([201, null]);
+    });
   }
 });

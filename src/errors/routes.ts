@@ -74,10 +74,17 @@ function matchedPart(layer: RouterLayer, path: string): string | undefined {
  * that matches every path (`app.get('*')`, an SPA fallback) says nothing about this one: it would
  * make every other method a 405.
  */
-export function allowedMethods(app: unknown, path: string): string[] {
+export function allowedMethods(app: unknown, path: string, fullPath = path, routers: unknown[] = []): string[] {
   const methods = new Set<string>();
-  walk(routerStack(app), path, '', (layer, _prefix, matches) => {
+  const collect = (stack: RouterLayer[] | undefined, relative: string) => walk(stack, relative, '', (layer, _prefix, matches) => {
     if (matches && matchedPart(layer, ANY_PATH) === undefined) methodsOf(layer).forEach((m) => methods.add(m));
   });
+  collect(routerStack(app), path);
+  // The nested routers the request went into (see nestedSeen), with the path as each saw it.
+  for (let i = 0; i + 1 < routers.length; i += 2) {
+    const base = String(routers[i + 1]);
+    if (fullPath !== base && !fullPath.startsWith(`${base}/`) && base !== '') continue;
+    collect((routers[i] as { stack?: RouterLayer[] }).stack, fullPath.slice(base.length) || '/');
+  }
   return [...methods];
 }

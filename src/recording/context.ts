@@ -57,6 +57,8 @@ export interface RequestContext {
   /** The route that answers (its mount path and pattern) and its params, as they were when it was entered; cleared when it passes on. */
   route: string | undefined;
   routeLayers: unknown[] | undefined;
+  /** The nested routers the request went into (a sub-app's, a Router's) and the base URL each had, in turn: where notFound looks for the methods a path has. */
+  routers: unknown[] | undefined;
   params: unknown;
   /** The toolbar has been put in the body. */
   toolbar: boolean;

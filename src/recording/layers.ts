@@ -184,6 +184,19 @@ function appRouter(app: unknown): unknown {
   }
 }
 
+/**
+ * A router inside the app's (a mounted sub-app's, a Router's): the request going into it is noted
+ * with the base URL it has there. A sub-app is mounted through a closure of Express's that hides
+ * it, so this is how notFound finds the methods its routes have for a path.
+ */
+function nestedSeen(original: Handler): Handler {
+  return function handle(this: unknown, req: unknown, res: unknown, callback: unknown) {
+    const ctx = contextOf(res);
+    if (ctx !== undefined) (ctx.routers ??= []).push(this, (req as { baseUrl?: unknown }).baseUrl ?? '');
+    return original.call(this, req, res, callback);
+  };
+}
+
 function endSeen(original: Handler): Handler {
   return function handle(this: unknown, req: unknown, res: unknown, callback: unknown) {
     if (typeof callback !== 'function' || contextOf(res) !== undefined) return original.call(this, req, res, callback);
@@ -226,7 +239,7 @@ export function hookLoadedRouters(): void {
       // Express 5 has set req.app by now; Express 4 sets it in the router's first layer.
       const app = (req as { app?: unknown } | undefined)?.app;
       const top = typeof callback === 'function' && contextOf(res) === undefined && (app === undefined || appRouter(app) === this);
-      const own = top ? endSeen(original) : original;
+      const own = top ? endSeen(original) : nestedSeen(original);
       Object.defineProperty(this, 'handle', { value: own, writable: true, configurable: true });
       return own.call(this, req, res, callback);
     };

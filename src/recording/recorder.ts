@@ -47,6 +47,7 @@ export function recorder(deps: RecorderDeps) {
       described: undefined,
       route: undefined,
       routeLayers: undefined,
+      routers: undefined,
       params: undefined,
       toolbar: false,
       sending: undefined,
