@@ -4,9 +4,10 @@ import { betterSqlite3 } from './better-sqlite3.js';
 import { mysql } from './mysql.js';
 import { mysql2 } from './mysql2.js';
 import { pg } from './pg.js';
+import { sqlite3 } from './sqlite3.js';
 
 /** The drivers recorded with no setup. A new one: its adapter file beside these, and its name here. */
-export const drivers: DriverAdapter[] = [betterSqlite3, pg, mysql2, mysql];
+export const drivers: DriverAdapter[] = [betterSqlite3, pg, mysql2, mysql, sqlite3];
 
 const requireCache = createRequire(__filename).cache;
 const hooked = new WeakSet<object>();
