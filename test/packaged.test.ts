@@ -144,6 +144,7 @@ describe('a CommonJS project tested by jest with supertest', () => {
   // jest 26 (which apps still lock) has a module registry that knew no node: specifiers.
   // jest 26 with the Express and supertest of its day (Express 5 and supertest 7 require node: builtins too).
   it.each([
+    ['30', 'jest30', { supertest: 'supertest' }],
     ['29', 'jest', { supertest: 'supertest' }],
     ['26', 'jest26', { supertest: 'supertest6', express: 'express4' }],
   ])('under jest %s its tests pass, and jest exits by itself', async (_version, jest, packages) => {
@@ -214,6 +215,14 @@ describe('a NestJS 11 app compiled by tsc, with app.use(webProfiler()) in main.t
     const custom = await nest(true);
     expect(custom.list.logs.lines.map((l: any) => l.message)).toEqual(['listing articles', 'a static line', expect.stringMatching(/^took/)]);
     expect(custom.customLines).toEqual(expect.arrayContaining(['listing articles', 'a static line', 'looking for article 7']));
+  });
+});
+
+describe('a CommonJS project tested by mocha', () => {
+  it('loads the packed profiler, records, and mocha exits by itself', async () => {
+    const dir = install('mocha-cjs');
+    const { stdout } = await node(dir, path.resolve('node_modules/mocha/bin/mocha.js'), '--exit=false', 'app.spec.js');
+    expect(stdout).toMatch(/2 passing/);
   });
 });
 
