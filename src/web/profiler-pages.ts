@@ -143,15 +143,29 @@ export function profilerPages(deps: PagesDeps) {
     } as typeof res.writeHead;
     const verdict = checkAccess(req, options);
     const failed = (err: unknown) => {
-      if (res.headersSent) res.destroy();
-      else if (err instanceof StorageUnavailable) unavailable(req, res, (err as Error).message);
-      else fail(req, res, 500, 'Profiler error', String(err));
+      try {
+        if (res.headersSent) res.destroy();
+        else if (err instanceof StorageUnavailable) unavailable(req, res, (err as Error).message);
+        else fail(req, res, 500, 'Profiler error', String(err));
+      } catch (pageError) {
+        // No page can be made (its template engine does not load, as under jest 26): the reason as text.
+        if (res.headersSent) res.destroy();
+        else {
+          res.statusCode = 500;
+          res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+          res.end(`Profiler error: ${String(err)}\n(no page could be made: ${String(pageError)})\n`);
+        }
+      }
     };
     if ('then' in verdict) {
       verdict.then((v) => route(req, res, v), failed).then(undefined, failed);
       return;
     }
-    route(req, res, verdict)?.then(undefined, failed);
+    try {
+      route(req, res, verdict)?.then(undefined, failed);
+    } catch (err) {
+      failed(err);
+    }
   };
 
   function route(req: Request, res: Response, verdict: Verdict): Promise<void> | void {
