@@ -166,9 +166,11 @@ describe('copy as cURL', () => {
     expect(curl.headers.get('content-type')).toBe('text/plain; charset=utf-8');
     const command = await curl.text();
     for (const secret of ['hunter2-secret', 'bearer-secret', 'query-secret', '[redacted]']) expect(command).not.toContain(secret);
-    expect(command).toContain('#   TOKEN AUTHORIZATION PASSWORD');
+    // Numbered variables, each listed with the field it stands for.
+    const legend = Object.fromEntries([...command.matchAll(/^#   (WP_SECRET_\d+): (\S+)$/gm)].map((m) => [m[2], m[1]]));
+    expect(Object.keys(legend).sort()).toEqual(['authorization', 'password', 'token']);
     // Not execFileSync: the server that answers runs in this process.
-    await promisify(execFile)('sh', ['-c', command], { env: { ...process.env, TOKEN: 'query-secret', AUTHORIZATION: 'bearer-secret', PASSWORD: 'hunter2-secret' }, timeout: 10_000 });
+    await promisify(execFile)('sh', ['-c', command], { env: { ...process.env, [legend.token]: 'query-secret', [legend.authorization]: 'bearer-secret', [legend.password]: 'hunter2-secret' }, timeout: 10_000 });
     expect(app.received).toHaveLength(2);
     const [original, replayed] = app.received;
     expect(replayed.method).toBe(original.method);
@@ -178,9 +180,51 @@ describe('copy as cURL', () => {
     expect(() => execFileSync('test', ['-e', '/tmp/wp-pwned'])).toThrow();
 
     const asFetch = await (await fetch(`${app.url}/_profiler/${token}/fetch`)).text();
-    expect(asFetch).toContain("const AUTHORIZATION = ''; // redacted by the profiler: fill in");
-    expect(asFetch).toContain('"authorization": `Bearer ${AUTHORIZATION}`');
+    expect(asFetch).toMatch(/const (WP_SECRET_\d+) = ''; \/\/ redacted by the profiler \(authorization\): fill in/);
+    expect(asFetch).toMatch(/"authorization": `Bearer \$\{WP_SECRET_\d+\}`/);
     for (const secret of ['hunter2-secret', 'bearer-secret', '[redacted]']) expect(asFetch).not.toContain(secret);
+  });
+
+  it('run by a developer, a command made from a hostile request sends none of their environment anywhere, and goes to this app', async () => {
+    // What an attacker collects: a server of its own, here on loopback.
+    const collected: string[] = [];
+    const collector = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        collected.push(`${req.method} ${req.url} ${JSON.stringify(req.headers)} ${body}`);
+        res.end();
+      });
+    });
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    const evil = `127.0.0.1:${(collector.address() as { port: number }).port}`;
+    const app = await start();
+    try {
+      // Fields named after the developer's secrets, and a literal [redacted] after HOME=: sent with the attacker's Host.
+      const body = JSON.stringify({ AWS_SECRET_ACCESS_KEY: 'x', GITHUB_TOKEN: 'x', NPM_TOKEN: 'x' });
+      const token = await new Promise<string>((resolve, reject) => {
+        const req = http.request(`${app.url}/echo?HOME=[redacted]&x=1`, { method: 'POST', headers: { host: evil, 'content-type': 'application/json', 'x-npm-token': '[redacted]' } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(String(res.headers['x-debug-token'])));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+      app.profiler.flush();
+      const command = await (await fetch(`${app.url}/_profiler/${token}/curl`)).text();
+      expect(command).toContain(`WARNING: this request was sent to "http://${evil}"`);
+      expect(command).not.toMatch(/\$(HOME|AWS_SECRET_ACCESS_KEY|GITHUB_TOKEN|NPM_TOKEN|X_NPM_TOKEN)\b/);
+      const secrets = { HOME: '/home/developer-secret-home', AWS_SECRET_ACCESS_KEY: 'aws-developer-secret', GITHUB_TOKEN: 'ghp_developersecret', NPM_TOKEN: 'npm-developer-secret' };
+      const before = app.received.length;
+      await promisify(execFile)('sh', ['-c', command], { env: { ...process.env, ...secrets }, timeout: 10_000 });
+      expect(collected).toEqual([]);
+      // It went to this app, with none of the developer's values in it.
+      expect(app.received).toHaveLength(before + 1);
+      const replayed = JSON.stringify(app.received[app.received.length - 1]);
+      for (const value of Object.values(secrets)) expect(replayed).not.toContain(value);
+    } finally {
+      collector.close();
+    }
   });
 
   it('quotes the method too, and marks a body cut at the limit instead of sending it', async () => {

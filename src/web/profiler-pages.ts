@@ -15,6 +15,7 @@ import { redactStatement } from '../collectors/sql.js';
 import type { BodyData } from '../collectors/body.js';
 import { asCurl, asFetch, type Replayable } from './replay.js';
 import { compareProfiles, differencesOf } from './compare.js';
+import { originOf } from '../recording/url.js';
 
 export interface PagesDeps {
   options: ResolvedOptions;
@@ -116,7 +117,7 @@ export function profilerPages(deps: PagesDeps) {
     sendPage(res, 200, 'profiler/profile', {
       explained,
       compareWith,
-      replay: replay && { curl: asCurl(replay), fetch: asFetch(replay) },
+      replay: replay && { curl: asCurl(replay, originOf(req)), fetch: asFetch(replay, originOf(req)) },
       callReplays: panelId === 'http_client' ? (((data as { requests?: unknown[] } | undefined)?.requests ?? []).map((_c, i) => asCurl(callReplayOf(profile, i)!))) : undefined,
       parentLink: parentLinkOf(profile),
       title: `${profile.method} ${profile.url} · ${token}`,
@@ -315,7 +316,9 @@ export function profilerPages(deps: PagesDeps) {
     if (!target) return fail(req, res, 404, 'Nothing to replay', call === undefined ? 'This profile has no request to send again.' : `This profile has no outgoing call ${call}.`);
     res.setHeader('Content-Type', 'text/plain; charset=utf-8');
     res.setHeader('Cache-Control', 'no-store');
-    res.end(as === 'curl' ? asCurl(target) : asFetch(target));
+    // The request goes to this app, whatever Host it was sent with; an outgoing call, where the app sent it.
+    const served = call === undefined ? originOf(req) : undefined;
+    res.end(as === 'curl' ? asCurl(target, served) : asFetch(target, served));
   }
 
   /** A query's plan, by reference: the SQL and the connection are the app's own, never anything the browser sends. */

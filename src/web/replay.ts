@@ -16,27 +16,33 @@ interface Holed {
   vars: string[];
 }
 
+/**
+ * The variables a command's holes become: one fixed prefix, numbered, each listed with the field
+ * it stands for. Never a name a client chose: a field named HOME, AWS_SECRET_ACCESS_KEY or
+ * GITHUB_TOKEN would have sent the developer's own value wherever the command goes.
+ */
+class Holes {
+  readonly legend: [string, string][] = [];
+
+  /** Each `[redacted]` in `text` becomes the next variable, noted as the value of the `name=` or `"name":` before it, else of `field`. */
+  cut(text: string, field: string): Holed {
+    const parts = text.split(REDACTED);
+    const vars: string[] = [];
+    for (let i = 0; i < parts.length - 1; i++) {
+      const named = /([A-Za-z_][\w.-]*)["']?\s*[=:]\s*["']?$/.exec(parts[i]);
+      const name = `WP_SECRET_${this.legend.length + 1}`;
+      this.legend.push([name, label(named?.[1] ?? field)]);
+      vars.push(name);
+    }
+    return { parts, vars };
+  }
+}
+
+/** A field's name as a comment may show it: the client chose it, so only plain characters, and not many. */
+const label = (name: string) => name.replace(/[^\w.-]+/g, '_').slice(0, 40) || 'value';
+
 /** Headers curl and fetch set themselves, from the URL and the body. */
 const OWN_HEADERS = new Set(['host', 'content-length', 'connection', 'transfer-encoding', 'accept-encoding', 'keep-alive']);
-
-const varName = (name: string) => {
-  const v = name.toUpperCase().replace(/[^A-Z0-9]+/g, '_').replace(/^_+|_+$/g, '') || 'SECRET';
-  return /^\d/.test(v) ? `_${v}` : v;
-};
-
-/**
- * Each `[redacted]` in a value becomes a variable named after what it was the value of: the
- * `name=` or `"name":` just before it, else `field` (the header's or parameter's name).
- */
-function holes(text: string, field: string): Holed {
-  const pieces = text.split(REDACTED);
-  const vars: string[] = [];
-  for (let i = 0; i < pieces.length - 1; i++) {
-    const named = /([A-Za-z_][\w.-]*)["']?\s*[=:]\s*["']?$/.exec(pieces[i]);
-    vars.push(varName(named?.[1] ?? field));
-  }
-  return { parts: pieces, vars };
-}
 
 /** POSIX shell: single quotes hold anything but a single quote, which is closed, escaped and reopened. */
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -52,7 +58,7 @@ function shellWord(value: Holed): string {
 }
 
 /** A body to send again, as text with holes, or why it cannot be. */
-function bodyOf(body: BodyData | undefined): { holed?: Holed; note?: string } {
+function bodyOf(body: BodyData | undefined, holes: Holes): { holed?: Holed; note?: string } {
   if (body === undefined || body.size === 0) return {};
   if (body.truncated) return { note: `the body (${body.size} bytes) was cut at the profiler's body limit: it is not sent` };
   if (body.kind === 'binary') return { note: `the body (${body.size} bytes of ${body.contentType ?? 'binary data'}) was not kept: it is not sent` };
@@ -62,47 +68,67 @@ function bodyOf(body: BodyData | undefined): { holed?: Holed; note?: string } {
       const pairs = Object.entries(body.json as Record<string, unknown>).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]);
       // Encoded pair by pair, so that a redacted value stays a hole the variable fills.
       const text = pairs.map(([k, v]) => `${encodeURIComponent(k)}=${v === REDACTED ? REDACTED : encodeURIComponent(v)}`).join('&');
-      return { holed: holes(text, 'body') };
+      return { holed: holes.cut(text, 'body') };
     }
-    return { holed: holes(JSON.stringify(body.json), 'body') };
+    return { holed: holes.cut(JSON.stringify(body.json), 'body') };
   }
-  return body.text === undefined ? {} : { holed: holes(body.text, 'body') };
+  return body.text === undefined ? {} : { holed: holes.cut(body.text, 'body') };
 }
 
-function headersOf(headers: Record<string, unknown>): [string, Holed][] {
+function headersOf(headers: Record<string, unknown>, holes: Holes): [string, Holed][] {
   const out: [string, Holed][] = [];
   for (const [name, value] of Object.entries(headers)) {
     if (OWN_HEADERS.has(name.toLowerCase())) continue;
-    for (const v of Array.isArray(value) ? value : [value]) out.push([name, holes(`${name}: ${String(v)}`, name)]);
+    for (const v of Array.isArray(value) ? value : [value]) out.push([name, holes.cut(`${name}: ${String(v)}`, name)]);
   }
   return out;
 }
 
-const preamble = (vars: Set<string>, notes: string[], comment: string) => {
-  const lines = notes.map((n) => `${comment} Note: ${n}.`);
-  if (vars.size > 0) lines.unshift(`${comment} The profiler redacted these values: set them first.`, `${comment}   ${[...vars].join(' ')}`);
+/** Comment lines: the notes, then (for a shell) the variables to set and the field each stands for. */
+const preamble = (notes: string[], comment: string, holes?: Holes) => {
+  const lines = notes.map((n) => `${comment} ${n}`);
+  if (holes !== undefined && holes.legend.length > 0) {
+    lines.push(`${comment} The profiler redacted these values: export them first.`);
+    for (const [name, field] of holes.legend) lines.push(`${comment}   ${name}: ${field}`);
+  }
   return lines.length > 0 ? `${lines.join('\n')}\n` : '';
 };
 
 /**
- * The request as a curl command: every part quoted for a POSIX shell (the method too), so no
- * value can break out of its argument; redacted values are "$VARIABLES" named in a comment.
+ * Where the command goes. A request's URL was made from the Host its client sent, which anyone
+ * can set: the command is aimed at the origin the profiler is being read on (this app), and a
+ * recorded Host that is not it is said loudly. An outgoing call's URL is what the app called.
  */
-export function asCurl(r: Replayable): string {
-  const vars = new Set<string>();
+function target(r: Replayable, served: string | undefined, notes: string[]): string {
+  if (served === undefined) return r.url;
+  let recorded: URL;
+  try {
+    recorded = new URL(r.url);
+  } catch {
+    return served;
+  }
+  if (recorded.origin !== served) {
+    notes.push(`WARNING: this request was sent to ${JSON.stringify(recorded.origin)}, which is not the app this profiler serves (${served}): the command goes to ${served}.`);
+  }
+  return served + recorded.pathname + recorded.search;
+}
+
+/**
+ * The request as a curl command: every part quoted for a POSIX shell (the method too), so no
+ * value can break out of its argument; redacted values are "$WP_SECRET_n" variables, listed in a
+ * comment with the field each stands for. `served` is the origin of the app (see target()).
+ */
+export function asCurl(r: Replayable, served?: string): string {
+  const holes = new Holes();
   const notes: string[] = [];
-  const word = (h: Holed) => {
-    h.vars.forEach((v) => vars.add(v));
-    return shellWord(h);
-  };
   const method = r.method.toUpperCase();
-  const args = [method === 'HEAD' ? '--head' : `-X ${quote(method)}`, word(holes(r.url, 'url')), '--globoff', '--path-as-is'];
-  for (const [, header] of headersOf(r.headers)) args.push(`-H ${word(header)}`);
-  const body = bodyOf(r.body);
-  if (body.note) notes.push(body.note);
-  if (body.holed) args.push(`--data-raw ${word(body.holed)}`);
+  const args = [method === 'HEAD' ? '--head' : `-X ${quote(method)}`, shellWord(holes.cut(target(r, served, notes), 'url')), '--globoff', '--path-as-is'];
+  for (const [, header] of headersOf(r.headers, holes)) args.push(`-H ${shellWord(header)}`);
+  const body = bodyOf(r.body, holes);
+  if (body.note) notes.push(`Note: ${body.note}.`);
+  if (body.holed) args.push(`--data-raw ${shellWord(body.holed)}`);
   const [first, url, ...rest] = args;
-  return `${preamble(vars, notes, '#')}curl ${first} ${url} \\\n  ${rest.join(' \\\n  ')}\n`;
+  return `${preamble(notes, '#', holes)}curl ${first} ${url} \\\n  ${rest.join(' \\\n  ')}\n`;
 }
 
 /** A JavaScript string of a value with holes: a template literal whose holes are the variables. */
@@ -112,24 +138,21 @@ function jsString(h: Holed): string {
   return `\`${h.parts.map((p, i) => escape(p) + (i < h.vars.length ? `\${${h.vars[i]}}` : '')).join('')}\``;
 }
 
-/** The request as a fetch() call; redacted values are constants to fill in. */
-export function asFetch(r: Replayable): string {
-  const vars = new Set<string>();
+/** The request as a fetch() call; redacted values are WP_SECRET_n constants to fill in, each with the field it stands for. */
+export function asFetch(r: Replayable, served?: string): string {
+  const holes = new Holes();
   const notes: string[] = [];
-  const js = (h: Holed) => {
-    h.vars.forEach((v) => vars.add(v));
-    return jsString(h);
-  };
-  const headers = headersOf(r.headers).map(([name, h]) => {
+  const url = jsString(holes.cut(target(r, served, notes), 'url'));
+  const headers = headersOf(r.headers, holes).map(([name, h]) => {
     const value: Holed = { parts: [h.parts[0].slice(name.length + 2), ...h.parts.slice(1)], vars: h.vars };
-    return `    ${JSON.stringify(name)}: ${js(value)},`;
+    return `    ${JSON.stringify(name)}: ${jsString(value)},`;
   });
-  const body = bodyOf(r.body);
-  if (body.note) notes.push(body.note);
-  const lines = [`await fetch(${js(holes(r.url, 'url'))}, {`, `  method: ${JSON.stringify(r.method.toUpperCase())},`];
+  const body = bodyOf(r.body, holes);
+  if (body.note) notes.push(`Note: ${body.note}.`);
+  const lines = [`await fetch(${url}, {`, `  method: ${JSON.stringify(r.method.toUpperCase())},`];
   if (headers.length > 0) lines.push('  headers: {', ...headers, '  },');
-  if (body.holed) lines.push(`  body: ${js(body.holed)},`);
+  if (body.holed) lines.push(`  body: ${jsString(body.holed)},`);
   lines.push('});');
-  const consts = [...vars].map((v) => `const ${v} = ''; // redacted by the profiler: fill in`);
-  return `${preamble(new Set(), notes, '//')}${consts.length ? `${consts.join('\n')}\n` : ''}${lines.join('\n')}\n`;
+  const consts = holes.legend.map(([name, field]) => `const ${name} = ''; // redacted by the profiler (${field}): fill in`);
+  return `${preamble(notes, '//')}${consts.length ? `${consts.join('\n')}\n` : ''}${lines.join('\n')}\n`;
 }
