@@ -2,6 +2,8 @@ import Database from 'better-sqlite3';
 import express from 'express';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { instrument, span, webProfiler, type ProfilerOptions } from '../src/index.js';
@@ -276,6 +278,37 @@ describe('EXPLAIN by reference', () => {
     expect(page).toContain('SEARCH users USING INTEGER PRIMARY KEY (rowid=?)');
     const standalone = await (await fetch(`${app.url}/_profiler/${token}/db/0/explain`)).text();
     expect(standalone).toContain('<h1>Query plan</h1>');
+  });
+
+  it('keeps what EXPLAIN needs within a budget of bytes: 60 requests with 4 MiB parameters leave the heap as it was', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    closing.push(() => profiler.close());
+    const db = new Database(':memory:');
+    closing.push(() => db.close());
+    const app = express();
+    app.use(profiler);
+    app.get('/big', (_req, res) => {
+      // A fresh 4 MiB parameter each time: what a request keeps alive is its own.
+      res.json(db.prepare('SELECT length(?) AS n').get(`${Math.random()}`.padEnd(4 * 1024 * 1024, 'x')));
+    });
+    const server = await listen(app);
+    running.push(server);
+    const heap = () => {
+      gc();
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    await (await fetch(`${server.url}/big`)).text();
+    const before = heap();
+    let token = '';
+    for (let i = 0; i < 60; i++) token = (await fetch(`${server.url}/big`)).headers.get('x-debug-token')!;
+    profiler.flush();
+    const grown = heap() - before;
+    expect(grown).toBeLessThan(32 * 1024 * 1024);
+    const asked = await fetch(`${server.url}/_profiler/${token}/db/0/explain`, { headers: { accept: 'application/json' } });
+    expect((await asked.json()).detail).toContain('more than the profiler keeps for EXPLAIN');
   });
 
   it('refuses what is not a recorded SELECT, and never takes SQL from the browser', async () => {

@@ -2,8 +2,11 @@ import { adapterNamed } from '../instruments/index.js';
 import type { PlanRow } from '../instruments/driver.js';
 import type { ExplainRef, QueryEntry } from '../recording/inside.js';
 
-/** Requests whose queries EXPLAIN is asked about: the latest ones of this process. */
+/** Requests whose queries EXPLAIN is asked about: the latest ones of this process, within a budget of bytes. */
 const KEPT_REQUESTS = 200;
+/** What the kept SQL and parameters may take in all (an app's parameters can be megabytes each), and one query's at most. */
+const KEPT_BYTES = 8 * 1024 * 1024;
+const QUERY_BYTES = 256 * 1024;
 
 const SELECT = /^\s*(select|with)\b/i;
 
@@ -20,22 +23,37 @@ interface Kept extends Omit<ExplainRef, 'connection'> {
 }
 
 const NOT_SELECT = 'Only a SELECT can be explained.';
+const TOO_LARGE = `This query cannot be explained: its SQL and parameters were over ${QUERY_BYTES / 1024} KiB, more than the profiler keeps for EXPLAIN.`;
 const NO_CONNECTION = 'This query cannot be explained: its driver does not say which connection ran it, and EXPLAIN runs on that connection (better-sqlite3 and pg queries can be explained).';
 
 export class ExplainRegistry {
-  /** Per query: what EXPLAIN needs, or why it cannot run. */
-  private readonly byToken = new Map<string, (Kept | string)[]>();
+  /** Per query: what EXPLAIN needs, or why it cannot run; and what each request's take, in bytes. */
+  private readonly byToken = new Map<string, { refs: (Kept | string)[]; bytes: number }>();
+  private bytes = 0;
 
   keep(token: string, queries: QueryEntry[]): void {
     if (queries.length === 0) return;
     const weak = new Map<object, WeakRef<object>>();
     const refOf = (c: object) => weak.get(c) ?? weak.set(c, new WeakRef(c)).get(c)!;
-    this.byToken.set(token, queries.map((q) => (q.explain ? { ...q.explain, connection: refOf(q.explain.connection) } : SELECT.test(q.sql) ? NO_CONNECTION : NOT_SELECT)));
-    if (this.byToken.size > KEPT_REQUESTS) this.byToken.delete(this.byToken.keys().next().value as string);
+    let bytes = 0;
+    const refs = queries.map((q): Kept | string => {
+      if (!q.explain) return SELECT.test(q.sql) ? NO_CONNECTION : NOT_SELECT;
+      const size = q.explain.sql.length + sizeOf(q.explain.params, QUERY_BYTES);
+      if (size > QUERY_BYTES) return TOO_LARGE;
+      bytes += size;
+      return { ...q.explain, connection: refOf(q.explain.connection) };
+    });
+    this.byToken.set(token, { refs, bytes });
+    this.bytes += bytes;
+    while (this.byToken.size > KEPT_REQUESTS || this.bytes > KEPT_BYTES) {
+      const [oldest, kept] = this.byToken.entries().next().value as [string, { bytes: number }];
+      this.byToken.delete(oldest);
+      this.bytes -= kept.bytes;
+    }
   }
 
   async explain(token: string, index: number): Promise<ExplainResult> {
-    const refs = this.byToken.get(token);
+    const refs = this.byToken.get(token)?.refs;
     if (refs === undefined) {
       return { ok: false, reason: `This request's queries can no longer be explained: only the last ${KEPT_REQUESTS} requests with queries that this instance served can be, while their connections are open.` };
     }
@@ -52,4 +70,23 @@ export class ExplainRegistry {
       return { ok: false, reason: `This query cannot be explained: ${(err as Error)?.message ?? err}` };
     }
   }
+}
+
+/** About how many bytes a value holds (its texts and bytes, a few for anything else), counted up to `limit` and no further. */
+function sizeOf(value: unknown, limit: number): number {
+  let size = 0;
+  const stack = [value];
+  while (stack.length > 0 && size <= limit) {
+    const v = stack.pop();
+    if (typeof v === 'string') size += v.length;
+    else if (ArrayBuffer.isView(v)) size += v.byteLength;
+    else if (v !== null && typeof v === 'object') {
+      for (const key of Object.keys(v)) {
+        size += key.length + 8;
+        if (size > limit) break;
+        stack.push((v as Record<string, unknown>)[key]);
+      }
+    } else size += 8;
+  }
+  return size;
 }
