@@ -1,9 +1,11 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { run } from '../src/cli/run.js';
 import { openReader } from '../src/storage/open.js';
+import { tempDir } from './helpers.js';
 import { startPostgres, type PostgresServer } from './servers.js';
 
 const url = inject('pgUrl');
@@ -200,9 +202,18 @@ describe.skipIf(!url)('several instances, one PostgreSQL store', () => {
     const err: string[] = [];
     // The test server trusts local connections, so the password is sent and ignored.
     expect(await run(['stats', '--db', u.href, '--schema', schema], { out: (l) => out.push(l), err: (l) => err.push(l) }, {})).toBe(0);
-    expect(err).toEqual([]);
+    // On the command line, the process list shows it: said, and the ways that hide it named.
+    expect(err).toEqual([expect.stringMatching(/^warning: --db carries a password.*WEB_PROFILER_DB or --db-file/)]);
     expect(out.join('\n')).toMatch(/^database {2}postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/postgres\?password=\*\*\* \(schema shared_\d+_\d+\)$/m);
     expect(out.join('\n')).not.toMatch(/hunter/);
+    // From the environment or a file: no warning.
+    const file = path.join(tempDir(), 'db-url');
+    writeFileSync(file, `${u.href}\n`, { mode: 0o600 });
+    for (const [args, env] of [[['--db-file', file], {}], [[], { WEB_PROFILER_DB: u.href }]] as const) {
+      const quiet: string[] = [];
+      expect(await run(['stats', ...args, '--schema', schema], { out: () => {}, err: (l) => quiet.push(l) }, env)).toBe(0);
+      expect(quiet).toEqual([]);
+    }
     const unreachable = new URL(u.href);
     unreachable.port = '1';
     const failed: string[] = [];

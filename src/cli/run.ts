@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { isToken } from '../recording/token.js';
@@ -26,7 +27,10 @@ const USAGE = `usage: web-profiler <command> [options]
                                       (tools: search_requests, get_profile, latest_errors)
 
   --db FILE|URL    the SQLite file, or a postgres:// URL (default: WEB_PROFILER_DB,
-                   else storage/profiler.sqlite)
+                   else storage/profiler.sqlite); a URL with a password belongs in
+                   WEB_PROFILER_DB or --db-file, not on the command line (the process
+                   list and MCP configs show it)
+  --db-file PATH   a file holding the database URL (its first line)
   --schema NAME    the PostgreSQL schema (default: WEB_PROFILER_SCHEMA, else web_profiler)`;
 
 const DURATION = /^(\d+)(s|m|h|d)$/;
@@ -41,6 +45,7 @@ export function run(argv: string[], io: Io, env: NodeJS.ProcessEnv = process.env
       allowPositionals: true,
       options: {
         db: { type: 'string' },
+        'db-file': { type: 'string' },
         schema: { type: 'string' },
         limit: { type: 'string' },
         json: { type: 'boolean' },
@@ -60,7 +65,19 @@ export function run(argv: string[], io: Io, env: NodeJS.ProcessEnv = process.env
     (values.help ? io.out : io.err)(USAGE);
     return values.help ? 0 : 2;
   }
-  const file = values.db ?? env.WEB_PROFILER_DB ?? path.resolve('storage', 'profiler.sqlite');
+  let fromFile: string | undefined;
+  if (values['db-file'] !== undefined) {
+    try {
+      fromFile = readFileSync(values['db-file'], 'utf8').split(/\r?\n/)[0].trim();
+    } catch (err) {
+      io.err(`cannot read --db-file: ${(err as Error).message}`);
+      return 2;
+    }
+  }
+  if (values.db !== undefined && withoutPassword(values.db) !== values.db) {
+    io.err('warning: --db carries a password, which the process list (and an MCP client\'s config) shows: give the URL in WEB_PROFILER_DB or --db-file instead');
+  }
+  const file = values.db ?? fromFile ?? env.WEB_PROFILER_DB ?? path.resolve('storage', 'profiler.sqlite');
   const schema = values.schema ?? (env.WEB_PROFILER_SCHEMA || 'web_profiler');
   if (!SCHEMA_PATTERN.test(schema)) {
     io.err('--schema takes a lowercase identifier (letters, digits, _)');
