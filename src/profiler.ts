@@ -52,7 +52,8 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const { maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, slowQuery, schema, instance } = options;
   // The pages read through a connection of this thread's own; the writer thread tells any trouble.
   const database = storedAt(options.database);
-  const writer = new ProfileWriter({ database, schema, instance, maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, slowQuery }, options.onError);
+  const knownHosts = [...options.allowedHosts, ...options.linkHosts];
+  const writer = new ProfileWriter({ database, schema, instance, maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, slowQuery, knownHosts }, options.onError);
   const storage = pageStorage(database, schema, (token) => writer.taken.add(token));
   const tellOwn = onceEach(options.onError);
   captureConsole();

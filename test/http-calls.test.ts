@@ -107,6 +107,35 @@ describe('outgoing HTTP calls', () => {
     expect(page).not.toContain('key-secret-value');
   });
 
+  it('links only to profilers on hosts it knows: a Called by or a called service\'s link to another host is text', async () => {
+    const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    const app = express();
+    app.use(profiler);
+    // A service that answers with a link of its own choosing, as any called service could.
+    app.get('/service', (_req, res) => res.set('x-debug-token', 'abcdef').set('x-debug-token-link', 'https://evil.example/_profiler/abcdef').json({ ok: true }));
+    app.get('/calls', async (_req, res) => res.json(await (await fetch(`${server.url}/service`)).json()));
+    const server = await listen(app);
+    try {
+      // Called by: a client claims a caller on another host.
+      const called = await fetch(`${server.url}/calls`, { headers: { 'x-debug-parent-token': 'fedcba', 'x-debug-parent-link': 'https://evil.example/_profiler/fedcba' } });
+      await called.text();
+      profiler.flush();
+      const token = called.headers.get('x-debug-token')!;
+      const page = await (await fetch(`${server.url}/_profiler/${token}`)).text();
+      expect(page).toContain('<dt>Called by</dt>');
+      // Shown as the header it came in (text), never as a link.
+      expect(page).not.toContain('href="https://evil.example');
+      const calls = (await json(`${server.url}/_profiler/${token}?panel=http_client`)).data;
+      expect(calls.requests[0]).toMatchObject({ token: 'abcdef' });
+      expect(calls.requests[0].link).toBeUndefined();
+      const panel = await (await fetch(`${server.url}/_profiler/${token}?panel=http_client`)).text();
+      expect(panel).not.toContain('href="https://evil.example');
+    } finally {
+      await server.close();
+      profiler.close();
+    }
+  });
+
   it('records calls to a refused port with their error, for fetch and http.get alike', async () => {
     const { front } = await twoApps();
     const port = await refusedPort();

@@ -56,7 +56,7 @@ function snapshot(change: (s: Snapshot) => void = () => {}): Snapshot {
 
 /** What a panel page reads back: the profile as stored, then read. */
 function stored(s: Snapshot) {
-  const profile = buildProfile(s, corePanels, { debug: true, bodyLimit: 64 * 1024, redactKeys: DEFAULT_REDACT_KEYS, slowQuery: 100 }, () => {});
+  const profile = buildProfile(s, corePanels, { debug: true, bodyLimit: 64 * 1024, redactKeys: DEFAULT_REDACT_KEYS, slowQuery: 100, knownHosts: [] }, () => {});
   const built = JSON.parse(JSON.stringify(profile));
   const row = serialise(profile);
   const read = profileOf({ ...row.summary, encoding: 0, data: row.data, config: row.config ?? null });

@@ -10,6 +10,8 @@ export interface PanelOptions {
   redactKeys: string[];
   /** Milliseconds from which a query is marked slow. */
   slowQuery: number;
+  /** Host names besides loopback ones whose profile links are shown as links (the allowedHosts and linkHosts options). */
+  knownHosts: string[];
 }
 
 /** What the profile pages need of any panel: its place in the menu and its badge. */

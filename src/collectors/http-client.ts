@@ -3,6 +3,7 @@ import { isToken, profileLink } from '../recording/token.js';
 import type { CorePanel } from './collector.js';
 import { duration, layerAt } from './inside-layers.js';
 import { redactHeaders, redactText } from './redact.js';
+import { isLoopbackHost } from '../web/access.js';
 
 export interface CallData {
   api: 'fetch' | 'http';
@@ -68,7 +69,7 @@ export const httpClient: CorePanel<HttpClientData> = {
       if (layer !== undefined) call.layer = layer;
       if (isToken(token)) {
         call.token = token;
-        const link = profileLink(header(responseHeaders, 'x-debug-token-link'), token);
+        const link = profileLink(header(responseHeaders, 'x-debug-token-link'), token, (host) => isLoopbackHost(host) || options.knownHosts?.includes(host) === true);
         if (link !== undefined) call.link = link;
       }
       return call;

@@ -6,13 +6,16 @@ export const isToken = (value: unknown): value is string => typeof value === 'st
 
 /**
  * A profile's link another server sent (X-Debug-Token-Link, X-Debug-Parent-Link), when it is a
- * plain http(s) URL to that token's profile: anything else is not shown as a link.
+ * plain http(s) URL to that token's profile on a host the profiler knows (`known`: loopback, the
+ * allowedHosts and linkHosts options, the host the page is read on): anything else, which any
+ * client or called service could have sent, is not shown as a link.
  */
-export function profileLink(link: unknown, token: string | null | undefined): string | undefined {
+export function profileLink(link: unknown, token: string | null | undefined, known: (hostname: string) => boolean): string | undefined {
   if (typeof link !== 'string' || !isToken(token)) return undefined;
   try {
     const url = new URL(link);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.pathname.endsWith(`/_profiler/${token}`) ? url.href : undefined;
+    const plain = (url.protocol === 'http:' || url.protocol === 'https:') && url.pathname.endsWith(`/_profiler/${token}`) && url.username === '' && url.password === '';
+    return plain && known(url.hostname.toLowerCase()) ? url.href : undefined;
   } catch {
     return undefined;
   }

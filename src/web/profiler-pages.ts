@@ -5,7 +5,7 @@ import type { ResolvedOptions } from '../options.js';
 import { isToken, profileLink } from '../recording/token.js';
 import type { Profile } from '../storage/profile.js';
 import { StorageUnavailable, type ProfileReader } from '../storage/reader.js';
-import { checkAccess, exchangeQuerySecret, type Verdict } from './access.js';
+import { checkAccess, exchangeQuerySecret, isLoopbackHost, type Verdict } from './access.js';
 import { parseSearch } from './search-params.js';
 import { renderToolbar } from './toolbar.js';
 import { sendPage, serverTiming } from './views.js';
@@ -119,7 +119,7 @@ export function profilerPages(deps: PagesDeps) {
       compareWith,
       replay: replay && { curl: asCurl(replay, originOf(req)), fetch: asFetch(replay, originOf(req)) },
       callReplays: panelId === 'http_client' ? (((data as { requests?: unknown[] } | undefined)?.requests ?? []).map((_c, i) => asCurl(callReplayOf(profile, i)!))) : undefined,
-      parentLink: parentLinkOf(profile),
+      parentLink: parentLinkOf(profile, (host) => isLoopbackHost(host) || options.allowedHosts.includes(host) || options.linkHosts.includes(host) || host === new URL(originOf(req)).hostname.toLowerCase()),
       title: `${profile.method} ${profile.url} · ${token}`,
       profile,
       panels,
@@ -402,9 +402,9 @@ function callReplayOf(profile: Profile, n: number): Replayable | undefined {
 }
 
 /** Where the calling request's profile is: the link the caller sent with its token. */
-function parentLinkOf(profile: Profile): string | undefined {
+function parentLinkOf(profile: Profile, known: (hostname: string) => boolean): string | undefined {
   const headers = (profile.collectors.request as { headers?: Record<string, unknown> } | undefined)?.headers;
-  return profileLink(headers?.['x-debug-parent-link'], profile.parent);
+  return profileLink(headers?.['x-debug-parent-link'], profile.parent, known);
 }
 
 const safeDecode = (s: string) => {
