@@ -80,7 +80,7 @@ export interface ResolvedOptions {
 
 export const DEFAULT_REDACT_KEYS = [
   'password', 'passwd', 'pass', 'pwd', 'passphrase', 'secret', 'token', 'jwt', 'bearer', 'api_key', 'apikey', 'api-key',
-  'auth', 'authorization', 'cookie', 'credential', 'private_key', 'privatekey', 'private-key', 'session', 'signature',
+  'auth', 'authorization', 'cookie', 'credential', 'private_key', 'privatekey', 'private-key', 'session', 'signature', 'sig',
 ];
 
 /** The core panels' ids, and the CPU profile stored beside its panel. */

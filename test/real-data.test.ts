@@ -6,7 +6,7 @@ import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:
 import * as zlib from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { describeBytes } from '../src/collectors/body.js';
-import { isSecretKey, redactText, redactValue } from '../src/collectors/redact.js';
+import { isSecretKey, redactHeaders, redactText, redactValue } from '../src/collectors/redact.js';
 import { webProfiler, type WebProfiler } from '../src/index.js';
 import { DEFAULT_REDACT_KEYS as KEYS } from '../src/options.js';
 import { listen, tempDb, type Running } from './helpers.js';
@@ -42,6 +42,31 @@ describe('redaction fits real data', () => {
     }
     // Dollars that are not a hash stay.
     expect(redactText('total $5, placeholders $1 and $2', KEYS)).toBe('total $5, placeholders $1 and $2');
+  });
+
+  it('hides credentials written as prose by the shapes secret scanners know, and the headers and keys that carry them', () => {
+    const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U';
+    const lines = [
+      'calling upstream with Bearer abc123def456ghi789',
+      `session from ${jwt} expired`,
+      'key AKIAIOSFODNN7EXAMPLE rejected',
+      'push with ghp_abcdefghijklmnopqrstuvwxyz0123456789 failed',
+      'charge via sk_live_4eC39HqLyjWDarjtT1zdp7dc declined',
+      'slack xoxb-123456789012-abcdefghijkl said no',
+    ];
+    const redacted = lines.map((line) => redactText(line, KEYS));
+    expect(redacted).toEqual([
+      'calling upstream with Bearer [redacted]',
+      'session from [redacted] expired',
+      'key [redacted] rejected',
+      'push with [redacted] failed',
+      'charge via [redacted] declined',
+      'slack [redacted] said no',
+    ]);
+    // Words that only start like them stay.
+    expect(redactText('a Bearer of news; skip the ghp_ prefix', KEYS)).toBe('a Bearer of news; skip the ghp_ prefix');
+    expect(redactText('/webhook?sig=abc123&id=7', KEYS)).toBe('/webhook?sig=[redacted]&id=7');
+    expect(redactHeaders({ 'ocp-apim-subscription-key': 'k' }, KEYS)).toEqual({ 'ocp-apim-subscription-key': '[redacted]' });
   });
 
   it('hides secret values, not structure: booleans, numbers, null and dates stay; an object keeps its e-mail', () => {

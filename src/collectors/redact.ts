@@ -3,7 +3,7 @@ import { setOwn } from './plain.js';
 export const REDACTED = '[redacted]';
 
 /** Headers that carry a credential whatever their name: the value goes, at most a known scheme stays. */
-const SECRET_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-profiler-secret', 'x-api-key', 'x-auth-token', 'x-csrf-token', 'x-xsrf-token']);
+const SECRET_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-profiler-secret', 'x-api-key', 'x-auth-token', 'x-csrf-token', 'x-xsrf-token', 'ocp-apim-subscription-key']);
 /** The schemes whose name is worth keeping in Authorization: anything else may be part of the secret. */
 const AUTH_SCHEMES = /^(basic|bearer|digest|negotiate|ntlm|hoba|mutual|token|dpop|gnap|vapid|scram-sha-1|scram-sha-256|aws4-hmac-sha256|apikey)$/i;
 /** Headers whose names look secret but whose values are not: our own, and challenges or lists of header names. */
@@ -50,7 +50,18 @@ const wordsOf = (key: string): string[] =>
  */
 const PASSWORD_HASH = /\$(?:2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}|(?:argon2(?:id|i|d)|scrypt|pbkdf2(?:-sha\d+)?)\$[^\s'"`;)]+|7\$[./A-Za-z0-9]{11,}[^\s'"`;)]*|[156]\$(?:rounds=\d+\$)?[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{22,})|\bpbkdf2_sha\d+\$\d+\$[^\s'"`,;)$]+\$[A-Za-z0-9+/=]{20,}/g;
 
-const redactHashes = (text: string): string => (text.includes('$') ? text.replace(PASSWORD_HASH, REDACTED) : text);
+/**
+ * Credentials by the shapes secret scanners know, wherever they are written as prose (a log line,
+ * an error message): a bearer token, a JWT, AWS access key ids, GitHub, Stripe and Slack tokens.
+ */
+const CREDENTIAL = /\b(Bearer\s+)[A-Za-z0-9\-._~+/]{8,}=*|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}|\b(?:AKIA|ASIA)[A-Z0-9]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{30,}|\b[sr]k_(?:live|test)_[A-Za-z0-9]{10,}|\bxox[abprs]-[A-Za-z0-9-]{10,}/g;
+/** Most texts have none of what the shapes start with: they skip the replace. */
+const CREDENTIAL_HINT = /Bearer|eyJ|AKIA|ASIA|gh[pousr]_|github_pat_|[sr]k_(?:live|test)_|xox[abprs]-/;
+
+const redactHashes = (text: string): string => {
+  if (text.includes('$')) text = text.replace(PASSWORD_HASH, REDACTED);
+  return CREDENTIAL_HINT.test(text) ? text.replace(CREDENTIAL, (_whole, bearer: string | undefined) => (bearer ?? '') + REDACTED) : text;
+};
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
