@@ -24,8 +24,14 @@ function appWith(lib: Lib, mount: (app: any, profiler: ReturnType<typeof webProf
   mount(app, profiler);
   let release: () => void = () => {};
   const held = new Promise<void>((resolve) => (release = resolve));
+  // Said when a held request has reached this layer: the test waits for that, not for a time.
+  let reached: () => void = () => {};
+  const arrived = new Promise<void>((resolve) => (reached = resolve));
   app.use(async function waits(req: any, _res: any, next: any) {
-    if (req.query.hold !== undefined) await held;
+    if (req.query.hold !== undefined) {
+      reached();
+      await held;
+    }
     next();
   });
   app.use(function after(_req: any, res: any, next: any) {
@@ -33,19 +39,19 @@ function appWith(lib: Lib, mount: (app: any, profiler: ReturnType<typeof webProf
     next();
   });
   app.get('/hello', (_req: any, res: any) => res.send('Hello'));
-  return { app, profiler, database, release };
+  return { app, profiler, database, release, arrived };
 }
 
 for (const [version, lib] of [['Express 5', express], ['Express 4', express4]] as [string, Lib][]) {
   describe(`${version}: the profiler first in the app runs in front of its router`, () => {
     it('leaves the stack after the first request, which still runs every layer; what is recorded is the same', async () => {
-      const { app, profiler, database, release } = appWith(lib, (a, p) => a.use(p));
+      const { app, profiler, database, release, arrived } = appWith(lib, (a, p) => a.use(p));
       const r = await listen(app);
       running.push(r);
       const layersBefore = stackOf(app).map((l) => l.name);
       expect(layersBefore).toContain('webProfilerMiddleware');
       const first = fetch(`${r.url}/hello?hold`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await arrived;
       // The first request is waiting past the profiler's layer; the profiler has moved in front meanwhile.
       expect(stackOf(app).map((l) => l.name)).toEqual(layersBefore.filter((n) => n !== 'webProfilerMiddleware'));
       release();
