@@ -25,3 +25,11 @@ export interface PlanRow {
   parent: number;
   detail: string;
 }
+
+/** The prototype on `proto`'s chain (short of Object's) that owns `key`: where a method is wrapped once for every instance. */
+export function ownerOf(proto: object | null | undefined, key: string): Record<string | symbol, unknown> | undefined {
+  for (let p = proto; p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+    if (Object.hasOwn(p, key)) return p as Record<string | symbol, unknown>;
+  }
+  return undefined;
+}

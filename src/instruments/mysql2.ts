@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import type { RequestContext } from '../recording/context.js';
 import { callerFrame } from '../recording/caller.js';
 import { queryEnded, queryStarted, requestOf, type QueryEntry } from '../recording/inside.js';
-import type { DriverAdapter } from './driver.js';
+import { ownerOf, type DriverAdapter } from './driver.js';
 
 /** What mysql2 publishes about a statement: the SQL as sent (values written in, for query()), and its values. */
 interface Traced {
@@ -146,12 +146,6 @@ interface Mysql2Module {
 }
 
 const commandsHooked = new WeakSet<object>();
-
-/** The prototype on `proto`'s chain that owns `name`. */
-function ownerOf(proto: object | null | undefined, name: string): Record<string, unknown> | undefined {
-  for (let p = proto; p; p = Object.getPrototypeOf(p)) if (Object.hasOwn(p, name)) return p as Record<string, unknown>;
-  return undefined;
-}
 
 /**
  * mysql2 before its tracing channels: every statement becomes a Query or Execute command that a

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { RequestContext } from '../recording/context.js';
 import { callerFrame } from '../recording/caller.js';
 import { queryEnded, queryStarted, requestOf } from '../recording/inside.js';
-import type { DriverAdapter, PlanRow } from './driver.js';
+import { ownerOf, type DriverAdapter, type PlanRow } from './driver.js';
 
 type Fn = (this: any, ...args: any[]) => any;
 type Callback = (err: unknown, result?: unknown, ...rest: unknown[]) => unknown;
@@ -75,13 +75,6 @@ function planTree(lines: string[]): PlanRow[] {
     if (node) open.push({ indent, id });
   });
   return rows;
-}
-
-function ownerOf(proto: object | null, key: string): Record<string | symbol, unknown> | undefined {
-  for (let p = proto; p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
-    if (Object.prototype.hasOwnProperty.call(p, key)) return p as Record<string | symbol, unknown>;
-  }
-  return undefined;
 }
 
 function rowsOf(result: unknown): number | undefined {
