@@ -32,9 +32,19 @@ export interface ProfilerOptions {
   maxAge?: number;
   /** Who may see the profiler: it lets in exactly the requests for which it returns (or resolves to) `true`. Default: see README, Access. */
   authorize?: (req: Request) => boolean | Promise<boolean>;
-  /** Shared secret for clients that are not plainly local (header X-Profiler-Secret, or ?_profiler_secret= once, exchanged for a cookie). Default: WEB_PROFILER_SECRET. */
+  /**
+   * The key every client presents to see the profiler (header X-Profiler-Secret, or
+   * ?_profiler_secret= once, exchanged for a cookie). Default: WEB_PROFILER_SECRET, else a key made
+   * for this store (kept beside its SQLite file) and printed on stderr, with a link, at the first request.
+   */
   secret?: string;
-  /** Host names the profiler answers to besides loopback names (DNS rebinding guard). */
+  /**
+   * Let loopback clients in without the key. Only where nothing on this machine forwards other
+   * clients to the app (no reverse proxy, dev-server proxy or tunnel): such a proxy's requests look
+   * local. Default: WEB_PROFILER_TRUST_LOCAL=1, else off.
+   */
+  trustLocal?: boolean;
+  /** Host names a trusted local client may use besides loopback names (DNS rebinding guard). */
   allowedHosts?: string[];
   /** Editor link format for stack frames, e.g. 'vscode://file/%f:%l'. Off by default. */
   editorLink?: string;
@@ -64,7 +74,13 @@ export interface ResolvedOptions {
   maxProfiles: number;
   maxAge: number;
   authorize: ((req: Request) => boolean | Promise<boolean>) | undefined;
+  /** Set by webProfiler() when it is enabled: the key given, or the one it made. */
   secret: string | undefined;
+  /** The profiler made its key (none was given): it prints a link that carries it. */
+  keyMade: boolean;
+  /** Where a key the profiler made is kept; undefined when it lives in this process only. */
+  keyFile?: string;
+  trustLocal: boolean;
   allowedHosts: string[];
   editorLink: string | undefined;
   onError: (message: string) => void;
@@ -122,6 +138,8 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
     maxAge: options.maxAge ?? 2 * 24 * 3600 * 1000,
     authorize: options.authorize,
     secret: options.secret ?? (env.WEB_PROFILER_SECRET || undefined),
+    keyMade: false,
+    trustLocal: options.trustLocal ?? env.WEB_PROFILER_TRUST_LOCAL === '1',
     allowedHosts: (options.allowedHosts ?? []).map((h) => h.toLowerCase()),
     editorLink: options.editorLink,
     onError: options.onError ?? ((message) => process.stderr.write(`[web-profiler] ${message}\n`)),

@@ -9,6 +9,7 @@ import { runInFront } from './recording/front.js';
 import { kProfileCpu, recorder } from './recording/recorder.js';
 import { cpuAsked, exactCpuProfiles } from './recording/cpu.js';
 import { checkAccess } from './web/access.js';
+import { announcesKey, keyLink, madeAccessKey } from './web/access-key.js';
 import { capture } from './recording/snapshot.js';
 import { errorHandler } from './errors/error-handler.js';
 import { notFound } from './errors/not-found.js';
@@ -47,11 +48,12 @@ const isProfilerPath = (url: string) =>
   url.startsWith('/_') && /^\/(_profiler(\/|\?|$)|_wdt\/)/.test(url);
 
 export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
-  const options = resolveOptions(userOptions);
-  if (!options.enabled) return assemble(options);
-  const { maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, slowQuery, schema, instance } = options;
+  const resolved = resolveOptions(userOptions);
+  if (!resolved.enabled) return assemble(resolved);
   // The pages read through a connection of this thread's own; the writer thread tells any trouble.
-  const database = storedAt(options.database);
+  const database = storedAt(resolved.database);
+  const options = withKey(resolved, database);
+  const { maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, slowQuery, schema, instance } = options;
   const knownHosts = [...options.allowedHosts, ...options.linkHosts];
   const writer = new ProfileWriter({ database, schema, instance, maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, slowQuery, knownHosts }, options.onError);
   const storage = pageStorage(database, schema, (token) => writer.taken.add(token));
@@ -110,6 +112,13 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   });
 }
 
+/** A profiler given no key (and no authorize) makes one: see checkAccess for why loopback is not enough. */
+function withKey(options: ResolvedOptions, database: string): ResolvedOptions {
+  if (options.secret !== undefined || options.authorize) return options;
+  const { key, file } = madeAccessKey(database, options.onError);
+  return { ...options, secret: key, keyMade: true, keyFile: file };
+}
+
 interface Recording {
   record: RequestHandler;
   /** The writer cannot run: requests pass through unrecorded. */
@@ -126,7 +135,12 @@ function assemble(options: ResolvedOptions, recording?: Recording): WebProfiler 
 
   let pinoHttp: boolean | undefined;
   let lastApp: unknown;
+  let keyToTell = recording && announcesKey(options);
   const middleware = function webProfilerMiddleware(req: Request, res: Response, next: NextFunction) {
+    if (keyToTell) {
+      keyToTell = false;
+      process.stderr.write(`[web-profiler] Profiler: ${keyLink(req, options.secret!)}\n  (this link carries its key${options.keyFile ? `, kept in ${options.keyFile}` : ''}: open it once, a cookie keeps it)\n`);
+    }
     // The first recorder to see a request owns it: mounted again in a sub-app, or a second profiler, adds nothing.
     if (contextOf(res) !== undefined) return next();
     if (record && pages && !recording.stopped()) {

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createDemoApp } from '../src/demo/app.js';
 import { configFrom } from '../src/demo/config.js';
 import { CHROMIUM, launch, openPage, shot } from './browser.js';
@@ -14,12 +14,15 @@ let admin: string;
 
 beforeAll(async () => {
   if (!CHROMIUM) return;
+  // As a developer runs it: every client presents the profiler's key.
+  vi.stubEnv('WEB_PROFILER_TRUST_LOCAL', '');
   demo = await createDemoApp(configFrom({ APP_ENV: 'dev', STORAGE_DIR: path.join(tempDir(), 'storage') }), SEED);
   server = await listen(demo.app);
   admin = server.url.replace('127.0.0.1', 'admin.localhost');
   browser = await launch();
 });
 afterAll(async () => {
+  vi.unstubAllEnvs();
   await browser?.close();
   await server?.close();
   demo?.close();
@@ -28,7 +31,12 @@ afterAll(async () => {
 describe.skipIf(!CHROMIUM)('the demo in chromium', () => {
   it('an admin signs in, a refused authentication shows on the dashboard and in the profiler', async () => {
     const { page, errors } = await openPage(browser);
-    // admin.localhost: Chromium resolves *.localhost to loopback by itself.
+    // admin.localhost: Chromium resolves *.localhost to loopback by itself. The link npm start
+    // prints (it carries the key) comes first; without it, the profiler answers 403.
+    await page.goto(`${admin}/_profiler/`);
+    expect(await page.locator('h1').textContent()).toBe('Access denied');
+    await page.goto(`${admin}/_profiler/?_profiler_secret=${encodeURIComponent(demo.profiler.options.secret!)}`);
+    expect(page.url()).toBe(`${admin}/_profiler/`);
     await page.goto(`${admin}/`);
     await page.fill('input[name="username"]', SEED.username);
     await page.fill('input[name="password"]', SEED.password);

@@ -347,7 +347,7 @@ describe('recorder: failures stay inside the profiler', () => {
     }
     expect(profiler.flush()).toBe(0);
     expect(errors.length).toBeGreaterThan(0);
-    expect(errors[0]).toMatch(/cannot open profiler storage .*a-file\/profiler\.sqlite/);
+    expect(errors.join('\n')).toMatch(/cannot open profiler storage .*a-file\/profiler\.sqlite/);
     expect(profiler.store()).toBeUndefined();
   });
 });

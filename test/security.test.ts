@@ -134,12 +134,22 @@ describe('access', () => {
 
   const ok = async (verdict: ReturnType<typeof checkAccess>) => (await verdict).ok;
 
-  it('lets loopback clients in through loopback host names only', async () => {
-    for (const address of ['127.0.0.1', '::1', '::ffff:127.0.0.1']) expect(await ok(checkAccess(req(address), options))).toBe(true);
-    for (const host of ['localhost:8000', 'admin.localhost', '[::1]:3000']) expect(await ok(checkAccess(req('127.0.0.1', { host }), options))).toBe(true);
-    const rebinding = await checkAccess(req('127.0.0.1', { host: 'attacker.example' }), options);
+  const trusting = resolveOptions({ secret: 's3cret' }, { WEB_PROFILER_TRUST_LOCAL: '1' });
+
+  it('asks every client for the key by default, loopback ones included: a same-machine proxy looks local', async () => {
+    for (const address of ['127.0.0.1', '::1', '::ffff:127.0.0.1']) {
+      expect(await checkAccess(req(address, { host: 'localhost:8000' }), options)).toMatchObject({ ok: false, reason: expect.stringContaining('needs its key') });
+      expect(await ok(checkAccess(req(address, { 'x-profiler-secret': 's3cret' }), options))).toBe(true);
+    }
+  });
+
+  it('with trustLocal, lets loopback clients in through loopback host names only', async () => {
+    for (const address of ['127.0.0.1', '::1', '::ffff:127.0.0.1']) expect(await ok(checkAccess(req(address), trusting))).toBe(true);
+    for (const host of ['localhost:8000', 'admin.localhost', '[::1]:3000']) expect(await ok(checkAccess(req('127.0.0.1', { host }), trusting))).toBe(true);
+    const rebinding = await checkAccess(req('127.0.0.1', { host: 'attacker.example' }), trusting);
     expect(rebinding).toMatchObject({ ok: false, reason: expect.stringContaining('attacker.example') });
-    expect(await ok(checkAccess(req('127.0.0.1', { host: 'dev.internal' }), resolveOptions({ allowedHosts: ['dev.internal'] }, {})))).toBe(true);
+    expect(await ok(checkAccess(req('127.0.0.1', { host: 'dev.internal' }), resolveOptions({ allowedHosts: ['dev.internal'], trustLocal: true }, {})))).toBe(true);
+    expect(await ok(checkAccess(req('10.1.2.3'), trusting))).toBe(false);
   });
 
   it('refuses other clients unless they present the secret, whatever they claim', async () => {
@@ -153,12 +163,12 @@ describe('access', () => {
     expect(await ok(checkAccess(req('10.1.2.3', { cookie: 'a=b; web_profiler_secret=s3cret' }), options))).toBe(false);
   });
 
-  it('asks for the secret from a loopback peer that came through a proxy, and refuses it when no secret is set', async () => {
+  it('with trustLocal, asks for the key from a loopback peer that came through a proxy that says so', async () => {
     for (const header of ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip', 'via', 'true-client-ip', 'cf-connecting-ip']) {
       const proxied = req('127.0.0.1', { host: 'localhost:8000', [header]: header === 'forwarded' ? 'for=203.0.113.9' : '203.0.113.9' });
-      expect(await checkAccess(proxied, options), header).toMatchObject({ ok: false, reason: expect.stringContaining('proxy') });
-      expect(await ok(checkAccess(proxied, resolveOptions({}, {}))), `${header}, no secret`).toBe(false);
-      expect(await ok(checkAccess(req('127.0.0.1', { host: 'localhost:8000', [header]: 'x', 'x-profiler-secret': 's3cret' }), options)), `${header}, secret`).toBe(true);
+      expect(await checkAccess(proxied, trusting), header).toMatchObject({ ok: false, reason: expect.stringContaining('proxy') });
+      expect(await ok(checkAccess(proxied, resolveOptions({ trustLocal: true }, {}))), `${header}, no secret`).toBe(false);
+      expect(await ok(checkAccess(req('127.0.0.1', { host: 'localhost:8000', [header]: 'x', 'x-profiler-secret': 's3cret' }), trusting)), `${header}, secret`).toBe(true);
     }
   });
 
@@ -224,7 +234,7 @@ describe('access', () => {
       expect(res.status).toBe(303);
       expect(res.headers.location).toBe('/_profiler/search?url=x');
       const cookie = String(res.headers['set-cookie']);
-      expect(cookie).toMatch(/^web_profiler_secret=[\w-]{20,}; Path=\/; HttpOnly; SameSite=Strict/);
+      expect(cookie).toMatch(/^web_profiler_secret_[0-9a-f]{8}=[\w-]{20,}; Path=\/; Max-Age=2592000; HttpOnly; SameSite=Strict/);
       expect(cookie).not.toContain('q-secret');
       const next = await raw(server.url, 'GET', res.headers.location as string, { host: 'staging.example.com', cookie: cookie.split(';')[0] });
       expect(next.status).toBe(200);

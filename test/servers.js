@@ -1,9 +1,9 @@
 // Private database servers for the tests and the bench: Debian's PostgreSQL (and helpers MariaDB
 // uses too), on free ports and in directories of their own. Plain JavaScript, so that the bench,
 // which runs without a compiler, starts the same server the tests do.
-import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { execFileSync, spawn } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 
@@ -69,4 +69,36 @@ export async function startPostgres() {
       }
     },
   };
+}
+
+/**
+ * Debian's nginx in front of `upstream` (host:port), on a private port, as a single process of the
+ * current user; `location` is the body of its `location /` block. Returns its URL and stop(), or
+ * why there is none.
+ */
+export async function startNginx(upstream, location = `proxy_pass http://${upstream};`) {
+  if (!existsSync('/usr/sbin/nginx')) return 'no nginx at /usr/sbin/nginx (apt-get install -y nginx)';
+  const dir = mkdtempSync(path.join(tmpdir(), 'wp-nginx-'));
+  const port = await freePort();
+  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((name) => `${name}_temp_path ${dir}/${name};`).join(' ');
+  writeFileSync(path.join(dir, 'nginx.conf'), `daemon off; master_process off; pid ${dir}/nginx.pid; error_log ${dir}/error.log;
+events { worker_connections 64; }
+http { access_log off; ${temp}
+  server { listen 127.0.0.1:${port}; location / { ${location} } } }
+`);
+  const server = spawn('/usr/sbin/nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')], { stdio: 'ignore' });
+  const stop = () => {
+    server.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  for (let i = 0; i < 100 && server.exitCode === null; i++) {
+    const up = await new Promise((resolve) => {
+      const socket = connect({ port, host: '127.0.0.1' }, () => { socket.destroy(); resolve(true); }).on('error', () => resolve(false));
+    });
+    if (up) return { url: `http://127.0.0.1:${port}`, stop };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const log = existsSync(path.join(dir, 'error.log')) ? readFileSync(path.join(dir, 'error.log'), 'utf8').trim() : '';
+  stop();
+  return `nginx did not start: ${log || `exit ${server.exitCode}`}`;
 }

@@ -14,7 +14,9 @@ async function main(): Promise<void> {
     console.log(`Platform service (APP_ENV=${config.env})`);
     console.log(`  API        ${api}   (POST /api/authenticate, GET /api/me, HEAD /pub/status/db|web)`);
     console.log(`  Admin      ${admin}/`);
-    if (demo.profiler.options.enabled) console.log(`  Profiler   ${api}/_profiler/${config.env === 'staging' ? '   (local clients, or WEB_PROFILER_SECRET)' : ''}`);
+    const { enabled, keyMade, secret } = demo.profiler.options;
+    // The link carries the key the profiler made (kept beside its store): opened once, a cookie keeps it.
+    if (enabled) console.log(`  Profiler   ${api}/_profiler/${keyMade ? `?_profiler_secret=${encodeURIComponent(secret!)}` : '   (present WEB_PROFILER_SECRET once)'}`);
     if (demo.seeded) console.log(`  Seeded admin account: ${demo.seeded.username} / ${demo.seeded.password}   (shown once; stored hashed in ${config.platformDb})`);
   });
 

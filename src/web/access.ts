@@ -34,16 +34,19 @@ const OK: Verdict = { ok: true };
 
 /**
  * Who may see profiles. A user's authorize() decides alone, and only `true` (or a promise of it)
- * lets a request in. Otherwise: any client presenting the secret, or a plainly local one: a
- * loopback peer, reached through a loopback or allowed host name (a page on a rebinding domain
- * sends its own Host), that did not come through a proxy.
+ * lets a request in. Otherwise a client presenting the key gets in, loopback ones included: a
+ * proxy on this machine that adds no forwarding header (nginx's bare proxy_pass, a dev server's
+ * proxy) makes any client look local. With trustLocal, a plainly local client gets in without
+ * it: a loopback peer, reached through a loopback or allowed host name (a page on a rebinding
+ * domain sends its own Host), that did not come through a proxy that says so.
  */
 export function checkAccess(req: Request, options: ResolvedOptions): Verdict | Promise<Verdict> {
   if (options.authorize) return byAuthorize(req, options.authorize);
   if (options.secret && presentedSecret(req, options.secret)) return OK;
-  const how = options.secret ? 'present its secret' : 'set WEB_PROFILER_SECRET (or the secret option) and present it';
+  if (!options.trustLocal) return { ok: false, reason: keyWanted(options) };
+  const how = options.secret ? 'present the profiler\'s key' : 'set WEB_PROFILER_SECRET (or the secret option) and present it';
   if (!isLoopbackClient(req)) {
-    return { ok: false, reason: `The profiler answers local clients only; others must ${how}.` };
+    return { ok: false, reason: `The profiler lets in local clients without its key only; others must ${how}.` };
   }
   if (isProxied(req)) {
     return { ok: false, reason: `This request came through a proxy (it carries a Forwarded or X-Forwarded-* header), so it may come from anywhere: ${how}.` };
@@ -53,6 +56,15 @@ export function checkAccess(req: Request, options: ResolvedOptions): Verdict | P
     return { ok: false, reason: `The profiler does not answer to the host name "${host}". Add it to allowedHosts if it is yours.` };
   }
   return OK;
+}
+
+/** Where the key is; not the path of its file, which a proxied stranger would read too. */
+function keyWanted(options: ResolvedOptions): string {
+  const how = `Present it once: open any profiler page with ?${SECRET_QUERY}=<key> (a cookie keeps it), or send it in the ${SECRET_HEADER} header.`;
+  if (!options.keyMade) {
+    return `The profiler needs its key (WEB_PROFILER_SECRET, or the secret option). ${how}`;
+  }
+  return `The profiler needs its key. The server printed a link that carries it on its console (stderr) at its first request, and keeps it beside its profile store. ${how}`;
 }
 
 const REFUSED: Verdict = { ok: false, reason: 'The profiler refused this request (authorize).' };
@@ -68,7 +80,7 @@ async function byAuthorize(req: Request, authorize: NonNullable<ResolvedOptions[
 function presentedSecret(req: Request, secret: string): boolean {
   const header = req.headers[SECRET_HEADER];
   if (typeof header === 'string' && same(header, secret)) return true;
-  const cookie = cookieValue(req.headers.cookie, SECRET_COOKIE);
+  const cookie = cookieValue(req.headers.cookie, cookieName(secret));
   if (cookie !== undefined && same(cookie, cookieFor(secret))) return true;
   const query = querySecret(req);
   return query !== undefined && same(query, secret);
@@ -85,6 +97,12 @@ function same(given: string, expected: string): boolean {
   const b = createHash('sha256').update(expected).digest();
   return timingSafeEqual(a, b);
 }
+
+/**
+ * Named after its key, so that two apps on one host name (localhost, any port) each keep theirs:
+ * a browser sends a host's cookies to all its ports.
+ */
+const cookieName = (secret: string) => `${SECRET_COOKIE}_${createHmac('sha256', secret).update('cookie name').digest('hex').slice(0, 8)}`;
 
 /** What the cookie holds: derived from the secret, so a stolen cookie is not the secret itself. */
 const cookieFor = (secret: string) => createHmac('sha256', secret).update('express-web-profiler access cookie').digest('base64url');
@@ -106,7 +124,8 @@ function cookieValue(header: string | undefined, name: string): string | undefin
 export function exchangeQuerySecret(req: Request, res: Response, options: ResolvedOptions): boolean {
   const query = querySecret(req);
   if (!options.secret || query === undefined || !same(query, options.secret)) return false;
-  res.append('Set-Cookie', `${SECRET_COOKIE}=${cookieFor(options.secret)}; Path=/; HttpOnly; SameSite=Strict${req.secure ? '; Secure' : ''}`);
+  // Thirty days: the key outlives the process (it is kept beside the store), and a developer opens the link once.
+  res.append('Set-Cookie', `${cookieName(options.secret)}=${cookieFor(options.secret)}; Path=/; Max-Age=2592000; HttpOnly; SameSite=Strict${req.secure ? '; Secure' : ''}`);
   const url = new URL(req.originalUrl, 'http://x');
   url.searchParams.delete(SECRET_QUERY);
   res.setHeader('Referrer-Policy', 'no-referrer');

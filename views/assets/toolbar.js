@@ -125,6 +125,7 @@
         if (attempt === 0) notice('The profile of this request is still being written…');
         return setTimeout(function () { load(attempt + 1); }, delays[attempt + 1]);
       }
+      if (r.status === 403) return notice('The profiler needs its key: open the link the server printed on its console once.');
       if (!r.ok) throw new Error(String(r.status));
       return r.text().then(function (html) {
         root.innerHTML = html;

@@ -1,0 +1,75 @@
+import { randomBytes } from 'node:crypto';
+import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { IncomingMessage } from 'node:http';
+import type { ResolvedOptions } from '../options.js';
+import { isPostgresUrl } from '../storage/location.js';
+import { SECRET_QUERY } from './access.js';
+
+export interface AccessKey {
+  key: string;
+  /** Where it is kept, so that a restart (or another process on the same store) keeps the browser's cookie good. */
+  file?: string;
+}
+
+const freshKey = () => randomBytes(24).toString('base64url');
+
+/** Beside the SQLite file: storage/profiler.sqlite keeps its key in storage/profiler.key. */
+export const keyFileOf = (database: string) =>
+  path.join(path.dirname(database), `${path.basename(database, path.extname(database))}.key`);
+
+/**
+ * The key of a profiler that was given none. A SQLite store keeps it in a file only its owner may
+ * read, published whole (a link of a finished file) so that processes starting together agree on
+ * one. A PostgreSQL store, or a file that cannot be written, gets a key for this process alone.
+ */
+export function madeAccessKey(database: string, tell: (message: string) => void): AccessKey {
+  if (isPostgresUrl(database)) return { key: freshKey() };
+  const file = keyFileOf(database);
+  try {
+    const kept = readKey(file);
+    if (kept !== undefined) return { key: kept, file };
+    mkdirSync(path.dirname(file), { recursive: true });
+    const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    writeFileSync(draft, `${freshKey()}\n`, { mode: 0o600 });
+    try {
+      linkSync(draft, file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    } finally {
+      unlinkSync(draft);
+    }
+    const key = readKey(file);
+    if (key === undefined) throw new Error(`${file} holds no key`);
+    return { key, file };
+  } catch (err) {
+    tell(`the profiler's access key could not be kept in ${file} (${(err as Error).message}): this process has a key of its own, printed at its first request`);
+    return { key: freshKey() };
+  }
+}
+
+function readKey(file: string): string | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  const key = text.trim();
+  if (!/^[\w-]{16,200}$/.test(key)) throw new Error(`${file} holds no key (16 or more letters, digits, - or _): remove it to have a new one made`);
+  return key;
+}
+
+/**
+ * The line a developer opens the profiler from, printed once, at the first request: the server
+ * has a port by then. It names localhost, whatever Host the request carried (a client chooses
+ * that), and is not printed in test runs, whose pages nobody opens.
+ */
+export function keyLink(req: IncomingMessage & { baseUrl?: string }, key: string): string {
+  const scheme = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
+  return `${scheme}://localhost:${req.socket.localPort}${req.baseUrl ?? ''}/_profiler/?${SECRET_QUERY}=${encodeURIComponent(key)}`;
+}
+
+export const announcesKey = (options: ResolvedOptions, env: NodeJS.ProcessEnv = process.env) =>
+  options.keyMade && !options.trustLocal && env.NODE_ENV !== 'test';
