@@ -7,6 +7,7 @@ import type { Profile } from '../storage/profile.js';
 import { StorageUnavailable, type ProfileReader } from '../storage/reader.js';
 import { checkAccess, exchangeQuerySecret, isLoopbackHost, type Verdict } from './access.js';
 import { parseSearch } from './search-params.js';
+import type { SearchFilter } from '../storage/store.js';
 import { renderToolbar } from './toolbar.js';
 import { sendPage, serverTiming } from './views.js';
 import { performance } from 'node:perf_hooks';
@@ -236,24 +237,44 @@ export function profilerPages(deps: PagesDeps) {
       res.setHeader('Retry-After', '10');
       return fail(req, res, 503, 'Too many live lists', `At most ${MAX_STREAMS} live lists can be open at once: close one, or reload later.`);
     }
+    // Counted, and its end heard, before the first await: a client may leave during it (or during
+    // an async authorize, before this ran), and concurrent ones must meet the cap.
+    streams++;
+    let open = true;
+    let timer: NodeJS.Timeout | undefined;
+    const stop = () => {
+      if (!open) return;
+      open = false;
+      clearTimeout(timer);
+      streams--;
+    };
+    res.once('close', stop);
+    if (res.destroyed || req.socket.destroyed) return stop();
+    try {
+      await follow(req, res, parsed.filter, () => open, (next) => { timer = next; });
+    } finally {
+      if (res.writableEnded || !res.headersSent) stop();
+    }
+  }
+
+  /** Polls the store for the stream while `open()`; `schedule` is given each pending poll's timer. */
+  async function follow(req: Request, res: Response, search: SearchFilter, open: () => boolean, schedule: (timer: NodeJS.Timeout) => void) {
     const store = withStore(req, res);
     if (!store) return;
-    const filter = { ...parsed.filter, before: undefined, sort: undefined, limit: 200 };
+    const filter = { ...search, before: undefined, sort: undefined, limit: 200 };
     const resumed = Number(req.headers['last-event-id']);
     let last = Number.isSafeInteger(resumed) && resumed >= 0 ? resumed : await store.lastId();
+    if (!open()) return;
     const head = { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' };
     if (req.method === 'HEAD') return void res.writeHead(200, head).end();
-    streams++;
     res.writeHead(200, head);
     res.write('retry: 2000\n\n');
     let quiet = 0;
-    let timer: NodeJS.Timeout | undefined;
-    let open = true;
     // Each poll starts once the last has answered: a slow database is never asked twice at once.
     const tick = async () => {
       try {
         const rows = (await deps.store()?.since(last, filter)) ?? [];
-        if (!open) return;
+        if (!open()) return;
         for (const { id, ...summary } of rows) {
           res.write(`id: ${id}\nevent: profile\ndata: ${JSON.stringify(summary)}\n\n`);
           last = id;
@@ -269,14 +290,9 @@ export function profilerPages(deps: PagesDeps) {
         res.end(`event: error\ndata: ${JSON.stringify(String((err as Error)?.message ?? err))}\n\n`);
         return;
       }
-      if (open) timer = setTimeout(tick, POLL_MS).unref();
+      if (open()) schedule(setTimeout(tick, POLL_MS).unref());
     };
-    timer = setTimeout(tick, POLL_MS).unref();
-    res.on('close', () => {
-      open = false;
-      clearTimeout(timer);
-      streams--;
-    });
+    schedule(setTimeout(tick, POLL_MS).unref());
   }
 
   /** The raw V8 profile, as Chrome DevTools and speedscope open it. */

@@ -1,0 +1,95 @@
+import express from 'express';
+import { request } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { webProfiler, type WebProfiler } from '../src/index.js';
+import { listen, tempDb, type Running } from './helpers.js';
+
+const pgUrl = inject('pgUrl');
+if (!pgUrl) process.stderr.write(`\n!!! LIVE LIST ON POSTGRESQL SKIPPED: ${inject('pgMissing')}\n\n`);
+
+const stores = [
+  { name: 'SQLite', database: () => tempDb(), schema: undefined },
+  { name: 'PostgreSQL', database: () => pgUrl, schema: `live_${process.pid}` },
+];
+
+const cleanup: (() => Promise<void> | void)[] = [];
+afterAll(async () => {
+  for (const done of cleanup.splice(0)) await done();
+});
+
+/** An app whose access check takes a while, as one asking a session store does: the window in which a client can leave. */
+async function start(database: string, schema: string | undefined) {
+  const profiler = webProfiler({ database, schema, onError: () => {}, authorize: async () => { await sleep(80); return true; } });
+  const app = express();
+  app.use(profiler);
+  app.get('/hello', (_req, res) => res.send('hello'));
+  const server = await listen(app);
+  cleanup.push(() => server.close(), () => profiler.close());
+  return { server, profiler, polls: countPolls(profiler) };
+}
+
+/** How many times the live list has read the store: each poll is one since(). */
+function countPolls(profiler: WebProfiler): () => number {
+  const store = profiler.store()!;
+  let polls = 0;
+  const since = store.since.bind(store);
+  store.since = ((...args: Parameters<typeof since>) => {
+    polls++;
+    return since(...args);
+  }) as typeof store.since;
+  return () => polls;
+}
+
+/** A client that opens the live list and is gone after `ms`, before (or as) the stream is set up. */
+const leaveAfter = (server: Running, ms: number) => new Promise<void>((resolve) => {
+  const url = new URL(`${server.url}/_profiler/stream`);
+  const req = request({ host: url.hostname, port: url.port, path: url.pathname }, (res) => res.resume());
+  req.on('error', () => resolve());
+  req.on('close', () => resolve());
+  setTimeout(() => req.destroy(), ms);
+  req.end();
+});
+
+/** Polls that happen in a window longer than two poll intervals (250 ms). */
+async function pollsDuring(polls: () => number, ms = 700) {
+  const before = polls();
+  await sleep(ms);
+  return polls() - before;
+}
+
+describe.each(stores)('the live list on $name', ({ name, database, schema }) => {
+  const run = name === 'PostgreSQL' && !pgUrl ? it.skip : it;
+
+  run('clients that leave while their stream is set up leave no poller and no slot behind', async () => {
+    const { server, polls } = await start(database(), schema);
+    // Gone during the access check, and gone just after it.
+    await Promise.all(Array.from({ length: 40 }, (_, i) => leaveAfter(server, i % 2 === 0 ? 20 : 90)));
+    await sleep(300);
+    expect(await pollsDuring(polls)).toBe(0);
+    // Every slot is free again: a client that stays gets its stream.
+    const stay = new AbortController();
+    const res = await fetch(`${server.url}/_profiler/stream`, { signal: stay.signal });
+    expect(res.status).toBe(200);
+    expect(await pollsDuring(polls)).toBeGreaterThan(0);
+    stay.abort();
+    await sleep(300);
+    expect(await pollsDuring(polls)).toBe(0);
+  });
+
+  run('clients arriving together meet the cap of 16, and their slots come back when they go', async () => {
+    const { server, polls } = await start(database(), schema);
+    const all = new AbortController();
+    const answers = await Promise.all(Array.from({ length: 40 }, () => fetch(`${server.url}/_profiler/stream`, { signal: all.signal, headers: { accept: 'application/json' } })));
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses.filter((s) => s === 200)).toHaveLength(16);
+    expect(statuses.filter((s) => s === 503)).toHaveLength(24);
+    all.abort();
+    await sleep(300);
+    expect(await pollsDuring(polls)).toBe(0);
+    const fresh = new AbortController();
+    const again = await Promise.all(Array.from({ length: 16 }, () => fetch(`${server.url}/_profiler/stream`, { signal: fresh.signal })));
+    expect(again.every((r) => r.status === 200)).toBe(true);
+    fresh.abort();
+  });
+});
