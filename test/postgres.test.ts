@@ -176,6 +176,90 @@ describe.skipIf(!url)('database queries: PostgreSQL through pg, against a real s
   });
 });
 
+describe.skipIf(!url)('secrets in SQL through calls, casts and column-less INSERTs, and in EXPLAIN plans (PostgreSQL)', () => {
+  const PASSWORD = 'Sup3r-Secret-PW';
+  // Upper case in it: PostgreSQL folds lower($1) into a constant, which a plan prints in lower case.
+  const SESSION = 'sess_LIVE_9fQ2xKd81LmZp04TrW7e';
+  let server: Running;
+  let pool: pg.Pool;
+  let profiler: ReturnType<typeof webProfiler>;
+
+  beforeAll(async () => {
+    pool = new pg.Pool({ connectionString: url, max: 2 });
+    await pool.query(`CREATE EXTENSION IF NOT EXISTS pgcrypto; DROP TABLE IF EXISTS members;
+      CREATE TABLE members (id serial PRIMARY KEY, email text NOT NULL, password_hash text NOT NULL, token text NOT NULL)`);
+    profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    const app = express();
+    app.use(profiler);
+    app.use(express.json());
+    // The session token is made by the server: nothing in the request names it.
+    app.post('/signup', async (req, res) => {
+      const { email, password } = req.body;
+      await pool.query("INSERT INTO members VALUES (DEFAULT, $1, crypt($2, gen_salt('bf', 4)), $3)", [email, password, SESSION]);
+      await pool.query("INSERT INTO members (email, password_hash, token) VALUES ($1, crypt($2, gen_salt('bf', 4)), $3)", [email, password, SESSION]);
+      await pool.query("INSERT INTO members (email, password_hash, token) SELECT $1, crypt($2, gen_salt('bf', 4)), $3", [email, password, SESSION]);
+      res.status(201).json({ ok: true });
+    });
+    app.post('/login', async (req, res) => {
+      const { rows } = await pool.query('SELECT id FROM members WHERE email = $1 AND password_hash = crypt($2, password_hash)', [req.body.email, req.body.password]);
+      res.json({ ok: rows.length > 0 });
+    });
+    app.get('/me', async (_req, res) => {
+      const a = await pool.query('SELECT id FROM members WHERE lower(token) = lower($1)', [SESSION]);
+      const b = await pool.query('SELECT id FROM members WHERE token = ANY($1)', [[SESSION]]);
+      const c = await pool.query('SELECT id FROM members WHERE token = CAST($1 AS text)', [SESSION]);
+      res.json({ found: [a.rowCount, b.rowCount, c.rowCount] });
+    });
+    server = await listen(app);
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    profiler?.close();
+    await pool?.end();
+  });
+
+  async function stored(res: Response) {
+    await res.text();
+    profiler.flush();
+    const token = res.headers.get('x-debug-token')!;
+    const profile = await (await fetch(`${server.url}/_profiler/${token}`, { headers: { accept: 'application/json' } })).text();
+    return { token, profile, db: JSON.parse(profile).collectors.db };
+  }
+
+  const leaks = (text: string) => [PASSWORD, SESSION, SESSION.toLowerCase()].filter((secret) => text.includes(secret));
+
+  it('keeps no secret value in the db panel, the runnable SQL or the JSON twin', async () => {
+    const post = (path: string) => fetch(server.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'ada@example.com', password: PASSWORD }) });
+    for (const res of [await post('/signup'), await post('/login'), await fetch(`${server.url}/me`)]) {
+      const { profile, db } = await stored(res);
+      expect(res.status).toBeLessThan(300);
+      expect(leaks(profile)).toEqual([]);
+      expect(db.count).toBeGreaterThan(0);
+      // What is not secret stays readable: the e-mail address, and the placeholders of what went.
+      for (const q of db.queries) expect(q.runnable).toMatch(/\$\d/);
+      if (db.queries[0].sql.startsWith('INSERT')) expect(db.queries[0].params[0]).toBe('ada@example.com');
+    }
+  });
+
+  it('shows EXPLAIN plans without the values the profile hid', async () => {
+    const login = await stored(await fetch(`${server.url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'ada@example.com', password: PASSWORD }) }));
+    const me = await stored(await fetch(`${server.url}/me`));
+    for (const [token, n] of [[login.token, 0], [me.token, 0], [me.token, 1], [me.token, 2]] as const) {
+      const res = await fetch(`${server.url}/_profiler/${token}/db/${n}/explain`, { headers: { accept: 'application/json' } });
+      expect(res.status, `${token} #${n}`).toBe(200);
+      const plan = (await res.json()).plan.map((r: any) => r.detail).join('\n');
+      expect(plan, `${token} #${n}`).toMatch(/Scan .*on members/);
+      expect(leaks(plan), plan).toEqual([]);
+      const page = await (await fetch(`${server.url}/_profiler/${token}?panel=db&explain=${n}`)).text();
+      expect(leaks(page)).toEqual([]);
+    }
+    // The e-mail address was not hidden: it stays in the plan, so the plan still says what it looked for.
+    const shown = await (await fetch(`${server.url}/_profiler/${login.token}/db/0/explain`, { headers: { accept: 'application/json' } })).json();
+    expect(shown.plan.map((r: any) => r.detail).join('\n')).toContain("'ada@example.com'");
+  });
+});
+
 it('has a PostgreSQL server in CI', () => {
   if (process.env.CI) expect(inject('pgMissing')).toBe('');
 });

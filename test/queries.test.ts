@@ -8,6 +8,8 @@ import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { instrument, span, webProfiler, type ProfilerOptions } from '../src/index.js';
 import { listen, tempDb, tempDir, type Running } from './helpers.js';
+import { redactStatement } from '../src/collectors/sql.js';
+import { resolveOptions } from '../src/options.js';
 
 const running: Running[] = [];
 const closing: (() => void)[] = [];
@@ -42,6 +44,13 @@ async function start(options: ProfilerOptions = {}) {
   const profiler = webProfiler({ database: tempDb(), onError: () => {}, ...options });
   const app = express();
   app.use(profiler);
+  // Values whose columns say nothing: the body's password goes into a hash, the cookie's session id is an id.
+  db.exec('CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT, hash TEXT); CREATE TABLE sessions (id TEXT, account INTEGER)');
+  app.post('/signup', express.json(), (req, res) => {
+    db.prepare('INSERT INTO accounts VALUES (NULL, ?, ?)').run(req.body.name, `h:${req.body.password}`);
+    db.prepare('SELECT account FROM sessions WHERE id = ?').get(String(req.headers.cookie).split('=')[1]);
+    res.sendStatus(201);
+  });
   app.get('/sync', (_req, res) => {
     const user = db.prepare('SELECT id, name FROM users WHERE id = ?').get(3);
     const posts = db.prepare('SELECT * FROM posts WHERE user_id = @user').all({ user: 3 });
@@ -235,6 +244,35 @@ describe('database queries: better-sqlite3, no setup', () => {
     const stored = readFileSync(app.profiler.options.database);
     expect(stored.includes('new-secret-pw')).toBe(false);
     expect(stored.includes('literal-secret-pw')).toBe(false);
+  });
+
+  it('finds the column through calls, casts and INSERT shapes, and hides what no column names when it looks like a token', () => {
+    const keys = resolveOptions({}, {}).redactKeys;
+    const token = 'sess_LIVE_9fQ2xKd81LmZp04TrW7e';
+    const cases: [string, unknown, unknown][] = [
+      ["SELECT id FROM users WHERE password_hash = crypt(?, gen_salt('bf'))", ['pw-1'], ['[redacted]']],
+      ['SELECT id FROM users WHERE lower(u.token) = lower(?) AND id = ?', ['AbC-1', 7], ['[redacted]', 7]],
+      ['SELECT id FROM users WHERE ? = api_key', ['k-1'], ['[redacted]']],
+      ['SELECT id FROM users WHERE CAST(? AS text) = lower(secret)', ['s-1'], ['[redacted]']],
+      ['INSERT INTO users (name, password) SELECT ?, ?', ['ada', 'pw-2'], ['ada', '[redacted]']],
+      ["INSERT INTO users (name, password) VALUES (?, crypt(?, 'x')), (?, ?)", ['ada', 'pw-3', 'bob', 'pw-4'], ['ada', '[redacted]', 'bob', '[redacted]']],
+      ['INSERT INTO users (name, email) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET password = ?', ['ada', 'a@x.io', 'pw-5'], ['ada', 'a@x.io', '[redacted]']],
+      // No column list: the name and address stay; a token's shape goes.
+      ['INSERT INTO users VALUES (?, ?, ?)', ['ada', 'a@x.io', token], ['ada', 'a@x.io', '[redacted]']],
+      ['SELECT ?', [token], ['[redacted]']],
+    ];
+    for (const [sql, params, expected] of cases) expect(redactStatement(sql, params, keys).params, sql).toEqual(expected);
+    expect(redactStatement(`INSERT INTO sessions VALUES (1, '${token}')`, undefined, keys).sql).toBe("INSERT INTO sessions VALUES (1, '[redacted]')");
+  });
+
+  it('hides a statement value the profile redacts elsewhere: a password from the body, the session cookie', async () => {
+    const app = await start();
+    const res = await fetch(`${app.url}/signup`, { method: 'POST', headers: { 'content-type': 'application/json', cookie: 'sid=q1w2e3r4t5' }, body: JSON.stringify({ name: 'ada', password: 'correct-horse' }) });
+    const db = await panel(app.url, res.headers.get('x-debug-token')!, 'db', app.profiler);
+    expect(db.queries.map((q: any) => q.params)).toEqual([['ada', '[redacted]'], '[redacted]']);
+    const stored = readFileSync(app.profiler.options.database);
+    expect(stored.includes('correct-horse')).toBe(false);
+    expect(stored.includes('q1w2e3r4t5')).toBe(false);
   });
 
   it('keeps details of the first 500 statements of a request and counts the rest', async () => {

@@ -2,6 +2,7 @@ import type { CapturedQuery, ErrorSummary } from '../recording/inside-capture.js
 import type { CorePanel } from './collector.js';
 import { duration, layerAt } from './inside-layers.js';
 import { redactText } from './redact.js';
+import { RequestSecrets } from './request-secrets.js';
 import { redactStatement, runnableSql } from './sql.js';
 
 export interface QueryData {
@@ -73,9 +74,10 @@ export const db: CorePanel<DbData> = {
     const inside = s.inside;
     if (inside === undefined || inside.queryCount === 0) return undefined;
     const keys = options.redactKeys;
+    const secrets = RequestSecrets.of(s, keys);
     const groups = new Map<string, QueryGroup & { index: number; seen: Map<string, number>; byCaller: Map<string, number> }>();
     const queries = inside.queries.map((q: CapturedQuery, n): QueryData => {
-      const statement = redactStatement(q.sql, q.params, keys);
+      const statement = redactStatement(q.sql, q.params, keys, secrets);
       const took = duration(q.start, q.end);
       let group = groups.get(statement.sql);
       if (group === undefined) {

@@ -2,6 +2,7 @@ import type { Span } from '../recording/context.js';
 import type { Snapshot } from '../recording/snapshot.js';
 import type { CorePanel } from './collector.js';
 import { redactText } from './redact.js';
+import { RequestSecrets } from './request-secrets.js';
 import { redactStatement } from './sql.js';
 
 /** A row of the timeline: a router layer, or what ran inside one (a query, an HTTP call, a span of the app's). */
@@ -41,7 +42,8 @@ function timelineOf(s: Snapshot, keys: string[]): TimelineItem[] | undefined {
   const inside = s.inside;
   if (inside === undefined) return undefined;
   {
-    for (const q of inside.queries) inner.push({ name: short(redactStatement(q.sql, undefined, keys).sql.replace(/\s+/g, ' ').trim()), kind: 'query', start: q.start, end: q.end, depth: 1, ...(q.error ? { error: true } : {}) });
+    const secrets = inside.queries.length > 0 ? RequestSecrets.of(s, keys) : undefined;
+    for (const q of inside.queries) inner.push({ name: short(redactStatement(q.sql, undefined, keys, secrets).sql.replace(/\s+/g, ' ').trim()), kind: 'query', start: q.start, end: q.end, depth: 1, ...(q.error ? { error: true } : {}) });
     for (const c of inside.calls) inner.push({ name: short(`${c.method} ${redactText(c.url, keys)}`), kind: 'http', start: c.start, end: c.end, depth: 1, ...(c.error || (c.status ?? 0) >= 500 ? { error: true } : {}) });
     for (const m of inside.marks) inner.push({ name: short(m.name), kind: 'span', start: m.start, end: m.end, depth: 1, ...(m.error ? { error: true } : {}) });
   }

@@ -202,6 +202,10 @@ export function redactHeaders(headers: Record<string, unknown>, keys: string[]):
   return out;
 }
 
+/** Whether a header's whole value (or all but its scheme) is redacted: a credential header, or one named like a secret. */
+export const isSecretHeader = (n: string, keys: string[]): boolean =>
+  SECRET_HEADERS.has(n) || (isSecretKey(n, keys) && !PUBLIC_HEADERS.has(n) && n !== 'cookie' && n !== 'set-cookie');
+
 function redactHeader(n: string, value: unknown, keys: string[]): unknown {
   if (SECRET_HEADERS.has(n)) return redactCredentials(n, String(value));
   if (n === 'cookie') return redactCookieHeader(String(value));

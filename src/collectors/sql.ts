@@ -1,4 +1,5 @@
 import { isSecretKey, REDACTED, redactValue } from './redact.js';
+import type { RequestSecrets } from './request-secrets.js';
 
 /** A placeholder or a string literal in a statement, and the column it is compared with or stored in, when that can be told. */
 interface Slot {
@@ -106,62 +107,120 @@ function quoted(sql: string, start: number, quote: string): number {
 
 /**
  * Each placeholder and literal with the column it goes with: `col = ?`, `col IN (?, ?)`,
- * `col LIKE '...'`, `SET col = ?`, and the values of `INSERT INTO t (a, b) VALUES (?, ?)`.
+ * `col LIKE '...'`, `SET col = ?`, through calls on either side (`lower(col) = lower(?)`,
+ * `col = ANY(?)`, `col = crypt(?, gen_salt('bf'))`, `CAST(? AS text) = col`), and the values of
+ * `INSERT INTO t (a, b) VALUES (?, f(?))` and `INSERT INTO t (a, b) SELECT ?, ?`.
  */
 export function slotsOf(sql: string): Slot[] {
   const tokens = tokenize(sql);
   const slots: Slot[] = [];
-  const insertColumns = insertColumnsOf(tokens);
-  let tuple = -1;
+  const insert = insertColumnsOf(tokens);
+  // Where a value sits in the INSERT's rows: which row (VALUES) and which place in it.
+  let inRows = insert !== undefined;
   let depth = 0;
   let position = 0;
   for (let t = 0; t < tokens.length; t++) {
     const tok = tokens[t];
-    if (insertColumns && tok.kind === 'op') {
+    if (inRows && t > insert!.rowsAt) {
       if (tok.text === '(') {
+        if (depth === 0 && !insert!.select) position = 0;
         depth++;
-        if (depth === 1 && t > insertColumns.valuesAt) {
-          tuple++;
-          position = 0;
-        }
       } else if (tok.text === ')') depth--;
-      else if (tok.text === ',' && depth === 1) position++;
+      else if (tok.text === ',' && depth === (insert!.select ? 0 : 1)) position++;
+      // The rows end where a clause of the statement begins: ON CONFLICT, RETURNING, FROM, WHERE…
+      else if (tok.kind === 'word' && depth === 0 && ROWS_END.test(tok.text)) inRows = false;
     }
     if (tok.kind !== 'param' && tok.kind !== 'literal') continue;
-    let column: string | undefined;
-    if (insertColumns && t > insertColumns.valuesAt && tuple >= 0 && depth === 1) column = insertColumns.names[position];
-    column ??= comparedColumn(tokens, t);
+    let column = comparedColumn(tokens, t) ?? columnAfter(tokens, t);
+    if (column === undefined && inRows && t > insert!.rowsAt && (insert!.select || depth >= 1)) column = insert!.names[position] ?? UNKNOWN;
     slots.push({ kind: tok.kind, start: tok.start, end: tok.end, index: tok.index, name: tok.name, column });
   }
   return slots;
 }
 
-function insertColumnsOf(tokens: Token[]): { names: string[]; valuesAt: number } | undefined {
+/** A value of an INSERT whose column list is missing or shorter: its column cannot be told. */
+const UNKNOWN = '';
+const ROWS_END = /^(on|returning|from|where|union|except|intersect|order|group|limit)$/i;
+
+function insertColumnsOf(tokens: Token[]): { names: string[]; rowsAt: number; select: boolean } | undefined {
   if (!/^(insert|replace)$/i.test(tokens[0]?.text ?? '')) return undefined;
+  const rows = tokens.findIndex((t) => t.kind === 'word' && /^(values|select)$/i.test(t.text));
+  if (rows < 0) return undefined;
   const open = tokens.findIndex((t) => t.text === '(');
-  const values = tokens.findIndex((t) => /^values$/i.test(t.text));
-  if (open < 0 || values < open) return undefined;
   const names: string[] = [];
-  for (let t = open + 1; t < values && tokens[t].text !== ')'; t++) if (tokens[t].kind === 'word') names.push(tokens[t].text);
-  return { names, valuesAt: values };
+  if (open >= 0 && open < rows) for (let t = open + 1; t < rows && tokens[t].text !== ')'; t++) if (tokens[t].kind === 'word') names.push(tokens[t].text);
+  return { names, rowsAt: rows, select: /^select$/i.test(tokens[rows].text) };
 }
 
-/** The column before `= ?`, `IN (?, ?)`, `LIKE ?`: walks back over the list and the operator. */
+/** Words that open a parenthesis without being a call a value passes through. */
+const NOT_A_CALL = /^(in|values|exists|select|where|and|or|not|on|using|set|when|then|else|case|between)$/i;
+
+/** The column a value is compared with before it: walks back over the list, the calls it is an argument of, and the operator. */
 function comparedColumn(tokens: Token[], at: number): string | undefined {
   let t = at - 1;
-  while (t >= 0 && (tokens[t].text === ',' || tokens[t].kind === 'param' || tokens[t].kind === 'literal' || tokens[t].text === '(')) {
-    if (tokens[t].text === '(') {
-      t--;
-      break;
-    }
+  for (;;) {
+    while (t >= 0 && (tokens[t].text === ',' || tokens[t].kind === 'param' || tokens[t].kind === 'literal')) t--;
+    if (t < 0 || tokens[t].text !== '(') break;
     t--;
+    if (t >= 0 && tokens[t].kind === 'word' && !NOT_A_CALL.test(tokens[t].text) && !COMPARE.has(tokens[t].text.toLowerCase())) t--;
+    else break;
   }
   let sawOperator = false;
   while (t >= 0 && COMPARE.has(tokens[t].text.toLowerCase())) {
     sawOperator = true;
     t--;
   }
-  return sawOperator && t >= 0 && tokens[t].kind === 'word' ? tokens[t].text : undefined;
+  if (!sawOperator || t < 0) return undefined;
+  if (tokens[t].kind === 'word') return tokens[t].text;
+  return tokens[t].text === ')' ? columnInsideCall(tokens, t) : undefined;
+}
+
+/** The column a value is compared with after it: `? = col`, `lower(?) = lower(col)`, `?::text = col`. */
+function columnAfter(tokens: Token[], at: number): string | undefined {
+  let t = at + 1;
+  for (;;) {
+    if (tokens[t]?.text === ')' || tokens[t]?.text === ',') t++;
+    else if ((tokens[t]?.text === '::' || /^as$/i.test(tokens[t]?.text ?? '')) && tokens[t + 1]?.kind === 'word') t += 2;
+    else break;
+  }
+  let sawOperator = false;
+  while (t < tokens.length && COMPARE.has(tokens[t].text.toLowerCase()) && tokens[t].text.toLowerCase() !== 'in') {
+    sawOperator = true;
+    t++;
+  }
+  if (!sawOperator || tokens[t]?.kind !== 'word') return undefined;
+  if (tokens[t + 1]?.text !== '(') return qualified(tokens, t);
+  const close = matching(tokens, t + 1);
+  return close === undefined ? undefined : columnInsideCall(tokens, close);
+}
+
+/** `lower(u.token)`, `CAST(token AS text)`: the first column named inside the call that ends at `close`. */
+function columnInsideCall(tokens: Token[], close: number): string | undefined {
+  let depth = 0;
+  let open = close;
+  for (; open >= 0; open--) {
+    if (tokens[open].text === ')') depth++;
+    else if (tokens[open].text === '(' && --depth === 0) break;
+  }
+  for (let t = open + 1; t < close; t++) {
+    if (tokens[t].kind === 'word' && tokens[t + 1]?.text !== '(') return qualified(tokens, t);
+  }
+  return undefined;
+}
+
+/** `u.token`: the last part of a qualified name that starts at `t`. */
+function qualified(tokens: Token[], t: number): string {
+  while (tokens[t + 1]?.text === '.' && tokens[t + 2]?.kind === 'word') t += 2;
+  return tokens[t].text;
+}
+
+function matching(tokens: Token[], open: number): number | undefined {
+  let depth = 0;
+  for (let t = open; t < tokens.length; t++) {
+    if (tokens[t].text === '(') depth++;
+    else if (tokens[t].text === ')' && --depth === 0) return t;
+  }
+  return undefined;
 }
 
 export interface RedactedStatement {
@@ -174,42 +233,74 @@ export interface RedactedStatement {
 /**
  * A statement and its parameters with secrets taken out, before anything is stored: literals
  * and parameters that go with a secret-looking column (`password_hash = ?`), named parameters
- * with secret-looking names, and secrets inside string values, as everywhere else.
+ * with secret-looking names, values the request's profile redacts elsewhere (`secrets`), values
+ * that look like tokens where no column can be told, and secrets inside string values, as
+ * everywhere else.
  */
-export function redactStatement(sql: string, params: unknown, keys: string[]): RedactedStatement {
+export function redactStatement(sql: string, params: unknown, keys: string[], secrets?: RequestSecrets): RedactedStatement {
   const slots = slotsOf(sql);
   const hidden = { indexes: [] as number[], names: [] as string[] };
+  const doubtful = { indexes: [] as number[], names: [] as string[] };
   let out = '';
   let from = 0;
   for (const slot of slots) {
     const secret = slot.column !== undefined && isSecretKey(slot.column, keys);
-    if (slot.kind === 'literal' && secret) {
-      out += `${sql.slice(from, slot.start)}'${REDACTED}'`;
-      from = slot.end;
-    } else if (slot.kind === 'param' && (secret || (slot.name !== undefined && isSecretKey(slot.name, keys)))) {
+    const unknown = slot.column === undefined || slot.column === UNKNOWN;
+    if (slot.kind === 'literal') {
+      const text = unquoted(sql.slice(slot.start, slot.end));
+      if (secret || secrets?.covers(text) || (unknown && looksLikeToken(text))) {
+        out += `${sql.slice(from, slot.start)}'${REDACTED}'`;
+        from = slot.end;
+      }
+    } else if (secret || (slot.name !== undefined && isSecretKey(slot.name, keys))) {
       if (slot.index !== undefined) hidden.indexes.push(slot.index);
       if (slot.name !== undefined) hidden.names.push(slot.name);
+    } else if (unknown) {
+      if (slot.index !== undefined) doubtful.indexes.push(slot.index);
+      if (slot.name !== undefined) doubtful.names.push(slot.name);
     }
   }
   out += sql.slice(from);
-  return { sql: out, params: redactParams(params, hidden, keys), hidden };
+  return { sql: out, params: redactParams(params, hidden, keys, (v, i, name) => secrets?.covers(v) === true || (looksLikeToken(v) && (i !== undefined ? doubtful.indexes.includes(i) : doubtful.names.includes(name!)))), hidden };
 }
 
-function redactParams(params: unknown, hidden: RedactedStatement['hidden'], keys: string[]): unknown {
+/** 20 or more characters of a token's alphabet, letters and digits both: an API key, a session id, a UUID, a reset code. */
+const TOKEN = /^(?=[^\s]*[A-Za-z])(?=[^\s]*\d)[A-Za-z0-9+/_\-=.~:]{20,}$/;
+const looksLikeToken = (v: unknown): boolean => typeof v === 'string' && TOKEN.test(v);
+
+const unquoted = (literal: string) => (literal.startsWith("'") ? literal.slice(1, -1).replace(/''/g, "'") : literal);
+
+/** Whether a value (by its position, or its name) is hidden for what it is, wherever it goes. */
+type ByValue = (value: unknown, index: number | undefined, name: string | undefined) => boolean;
+
+function redactParams(params: unknown, hidden: RedactedStatement['hidden'], keys: string[], byValue: ByValue): unknown {
   if (params === undefined) return undefined;
   const copy = redactValue(params, keys);
-  const hide = (list: unknown[]) => list.map((v, i) => (hidden.indexes.includes(i) && v != null ? REDACTED : v));
+  const hide = (list: unknown[]) => list.map((v, i) => {
+    if (v == null) return v;
+    if (hidden.indexes.includes(i)) return REDACTED;
+    if (!byValue(v, i, undefined)) return v;
+    hidden.indexes.push(i);
+    return REDACTED;
+  });
   if (Array.isArray(copy)) {
     // better-sqlite3 takes positional values and one object of named ones, side by side.
-    return hide(copy.filter((v) => !isNamed(v))).concat(copy.filter(isNamed).map((v) => hideNamed(v, hidden)));
+    return hide(copy.filter((v) => !isNamed(v))).concat(copy.filter(isNamed).map((v) => hideNamed(v, hidden, byValue)));
   }
-  return isNamed(copy) ? hideNamed(copy, hidden) : hide([copy])[0];
+  return isNamed(copy) ? hideNamed(copy, hidden, byValue) : hide([copy])[0];
 }
 
 const isNamed = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-function hideNamed(values: Record<string, unknown>, hidden: RedactedStatement['hidden']): Record<string, unknown> {
-  for (const name of hidden.names) if (name in values && values[name] != null) values[name] = REDACTED;
+function hideNamed(values: Record<string, unknown>, hidden: RedactedStatement['hidden'], byValue: ByValue): Record<string, unknown> {
+  for (const name of Object.keys(values)) {
+    if (values[name] == null) continue;
+    if (hidden.names.includes(name)) values[name] = REDACTED;
+    else if (byValue(values[name], undefined, name)) {
+      hidden.names.push(name);
+      values[name] = REDACTED;
+    }
+  }
   return values;
 }
 

@@ -1,6 +1,7 @@
 import { adapterNamed } from '../instruments/index.js';
 import type { PlanRow } from '../instruments/driver.js';
 import type { ExplainRef, QueryEntry } from '../recording/inside.js';
+import { REDACTED } from '../collectors/redact.js';
 
 /** Requests whose queries EXPLAIN is asked about: the latest ones of this process, within a budget of bytes. */
 const KEPT_REQUESTS = 200;
@@ -52,7 +53,13 @@ export class ExplainRegistry {
     }
   }
 
-  async explain(token: string, index: number): Promise<ExplainResult> {
+  /**
+   * The plan of query `index`, with every value the stored profile hid taken out of it: `stored`
+   * is that query as the db panel keeps it (redacted SQL and parameters). PostgreSQL prints bound
+   * values in its plans, folded (`lower('X')` as `'x'::text`) or as arrays, so a quoted constant
+   * is shown only where the stored statement shows it.
+   */
+  async explain(token: string, index: number, stored: { sql: string; params: unknown } | undefined): Promise<ExplainResult> {
     const refs = this.byToken.get(token)?.refs;
     if (refs === undefined) {
       return { ok: false, reason: `This request's queries can no longer be explained: only the last ${KEPT_REQUESTS} requests with queries that this instance served can be, while their connections are open.` };
@@ -64,12 +71,56 @@ export class ExplainRegistry {
     const connection = ref.connection.deref();
     const adapter = adapterNamed(ref.driver);
     if (connection === undefined || adapter?.explain === undefined) return { ok: false, reason: 'This query cannot be explained: its connection is gone.' };
+    if (stored === undefined) return { ok: false, reason: 'This query cannot be explained: its profile is not stored (yet, or any more).' };
     try {
-      return { ok: true, driver: ref.driver, sql: ref.sql, plan: await adapter.explain(connection, ref.sql, ref.params) };
+      const plan = await adapter.explain(connection, ref.sql, ref.params);
+      return { ok: true, driver: ref.driver, sql: stored.sql, plan: scrubbed(plan, ref, stored) };
     } catch (err) {
       return { ok: false, reason: `This query cannot be explained: ${(err as Error)?.message ?? err}` };
     }
   }
+}
+
+function scrubbed(plan: PlanRow[], raw: { sql: string; params: unknown }, stored: { sql: string; params: unknown }): PlanRow[] {
+  const hidden: string[] = [];
+  const shown = new Set<string>();
+  pairUp(raw.params, stored.params, (was, is) => {
+    if (JSON.stringify(was) === JSON.stringify(is)) {
+      if (was !== null && typeof was !== 'object') shown.add(String(was));
+    } else textsOf(was, hidden);
+  });
+  if (hidden.length === 0 && raw.sql === stored.sql) return plan;
+  for (const literal of stored.sql.match(QUOTED) ?? []) shown.add(unquote(literal));
+  const scrub = (text: string) => {
+    let out = text.replace(QUOTED, (literal) => (shown.has(unquote(literal)) ? literal : `'${REDACTED}'`));
+    for (const value of hidden) if (value.length > 0) out = out.split(value).join(REDACTED);
+    return out;
+  };
+  return plan.map((row) => ({ ...row, detail: scrub(row.detail) }));
+}
+
+const QUOTED = /'(?:[^']|'')*'/g;
+const unquote = (literal: string) => literal.slice(1, -1).replace(/''/g, "'");
+
+/** Calls `each` with each raw parameter and what the stored profile keeps of it, positional and named alike. */
+function pairUp(raw: unknown, stored: unknown, each: (raw: unknown, stored: unknown) => void): void {
+  if (Array.isArray(raw)) {
+    const kept = Array.isArray(stored) ? stored : [];
+    raw.forEach((v, i) => (isRecord(v) ? pairUp(v, kept[i], each) : each(v, kept[i])));
+  } else if (isRecord(raw)) {
+    const kept = isRecord(stored) ? stored : {};
+    for (const key of Object.keys(raw)) each(raw[key], kept[key]);
+  } else if (raw !== undefined) each(raw, stored);
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v) && !ArrayBuffer.isView(v);
+
+function textsOf(value: unknown, into: string[]): void {
+  if (value === null || value === undefined) return;
+  if (typeof value !== 'object') into.push(String(value));
+  else if (Array.isArray(value)) value.forEach((v) => textsOf(v, into));
+  else if (ArrayBuffer.isView(value)) return;
+  else Object.values(value).forEach((v) => textsOf(v, into));
 }
 
 /** About how many bytes a value holds (its texts and bytes, a few for anything else), counted up to `limit` and no further. */

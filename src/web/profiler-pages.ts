@@ -12,7 +12,7 @@ import { renderToolbar } from './toolbar.js';
 import { sendPage, serverTiming } from './views.js';
 import { performance } from 'node:perf_hooks';
 import type { ExplainRegistry } from './explain.js';
-import { redactStatement } from '../collectors/sql.js';
+import type { DbData } from '../collectors/db.js';
 import type { BodyData } from '../collectors/body.js';
 import { asCurl, asFetch, type Replayable } from './replay.js';
 import { compareProfiles, differencesOf } from './compare.js';
@@ -109,7 +109,7 @@ export function profilerPages(deps: PagesDeps) {
     const routes = panelId === 'routing' && data ? routeTable(req.app, (data as { path: string }).path) : undefined;
     // ?explain=N opens query N's plan inside the db panel.
     const asking = panelId === 'db' && typeof req.query.explain === 'string' && /^\d{1,4}$/.test(req.query.explain) ? Number(req.query.explain) : undefined;
-    const explained = asking === undefined ? undefined : { n: asking, ...(await deps.explainable.explain(token, asking)) };
+    const explained = asking === undefined ? undefined : { n: asking, ...(await deps.explainable.explain(token, asking, (data as DbData | undefined)?.queries.find((q) => q.n === asking))) };
     const replay = panelId === 'request' ? replayOf(profile) : undefined;
     // Recent requests with the same method and page (any query string), to set beside this one:
     // among the newest 10,000 (the default retention), so that SQLite, which has no URL index, reads few.
@@ -339,10 +339,13 @@ export function profilerPages(deps: PagesDeps) {
 
   /** A query's plan, by reference: the SQL and the connection are the app's own, never anything the browser sends. */
   async function explainPage(req: Request, res: Response, token: string, n: number) {
-    const result = await deps.explainable.explain(token, n);
+    const store = withStore(req, res);
+    if (!store) return;
+    const stored = ((await store.read(token))?.collectors.db as DbData | undefined)?.queries.find((q) => q.n === n);
+    const result = await deps.explainable.explain(token, n, stored);
     if (!result.ok) return fail(req, res, 404, 'Cannot explain', result.reason, { token, query: n });
     if (wantsJson(req)) return void res.json({ token, query: n, driver: result.driver, plan: result.plan });
-    sendPage(res, 200, 'profiler/explain', { title: `Query plan · ${token} #${n}`, token, n, plan: result.plan, driver: result.driver, sql: redactStatement(result.sql, undefined, options.redactKeys).sql });
+    sendPage(res, 200, 'profiler/explain', { title: `Query plan · ${token} #${n}`, token, n, plan: result.plan, driver: result.driver, sql: result.sql });
   }
 
   async function toolbar(req: Request, res: Response, token: string) {

@@ -1,0 +1,103 @@
+import type { Snapshot } from '../recording/snapshot.js';
+import { isSecretHeader, isSecretKey } from './redact.js';
+
+/** Shorter values are too likely to be something else (an id, a flag) to hide by equality. */
+const SHORTEST = 4;
+/** From this length, a value is hidden when it holds a secret or a secret holds it (a hash's input, a cookie's signed session id). */
+const CONTAINED = 8;
+const MOST = 200;
+
+/**
+ * The values this request's profile redacts elsewhere: fields named like secrets in its query,
+ * body and route parameters, credential headers, cookies it carried or set. A statement's value
+ * equal to one of them is hidden too, whatever column it goes with (one the profiler cannot tell:
+ * `INSERT INTO users VALUES (?, ?)`, `crypt(?, salt)`).
+ */
+export class RequestSecrets {
+  private readonly values = new Set<string>();
+
+  static of(s: Snapshot, keys: string[]): RequestSecrets {
+    const secrets = new RequestSecrets();
+    const { request, response } = s;
+    secrets.addUnder(request.query, keys, false);
+    secrets.addUnder(request.body, keys, false);
+    secrets.addUnder(s.params, keys, false);
+    if (request.body === undefined && request.rawBody !== undefined) secrets.addUnder(parsedText(request.rawBody.bytes), keys, false);
+    for (const [name, value] of Object.entries(request.headers)) {
+      const n = name.toLowerCase();
+      if (n === 'cookie') for (const v of cookieValues(String(value))) secrets.add(v);
+      else if (isSecretHeader(n, keys)) secrets.add(String(value).replace(/^[A-Za-z][\w-]*\s+(?=\S)/, ''));
+    }
+    const setCookie = response.headers['set-cookie'];
+    for (const line of Array.isArray(setCookie) ? setCookie : setCookie === undefined ? [] : [setCookie]) {
+      for (const v of cookieValues(String(line).split(';')[0])) secrets.add(v);
+    }
+    return secrets;
+  }
+
+  get size(): number {
+    return this.values.size;
+  }
+
+  add(value: string): void {
+    if (value.length < SHORTEST || this.values.size >= MOST) return;
+    this.values.add(value);
+    // A signed cookie (`s:<id>.<signature>`, express-session's) is stored by its id.
+    const signed = /^s:([^.]+)\./.exec(value);
+    if (signed) this.values.add(signed[1]);
+  }
+
+  /** Whether `value` is one of the request's secrets, holds one, or (long enough) is held by one. */
+  covers(value: unknown): boolean {
+    if (typeof value !== 'string' || value.length < SHORTEST || this.values.size === 0) return false;
+    if (this.values.has(value)) return true;
+    for (const secret of this.values) {
+      if (secret.length >= CONTAINED && value.includes(secret)) return true;
+      if (value.length >= CONTAINED && secret.includes(value)) return true;
+    }
+    return false;
+  }
+
+  /** Strings under secret keys, at any depth (within a bound). */
+  private addUnder(value: unknown, keys: string[], secret: boolean, depth = 0): void {
+    if (depth > 8 || value === null || value === undefined) return;
+    if (typeof value === 'string') {
+      if (secret) this.add(value);
+      return;
+    }
+    if (typeof value !== 'object' || ArrayBuffer.isView(value)) return;
+    const entries = Array.isArray(value) ? value.map((v) => ['', v] as const) : Object.entries(value as Record<string, unknown>);
+    for (const [key, v] of entries.slice(0, 500)) this.addUnder(v, keys, secret || (key !== '' && isSecretKey(key, keys)), depth + 1);
+  }
+}
+
+function cookieValues(header: string): string[] {
+  const out: string[] = [];
+  for (const pair of header.split(';')) {
+    const eq = pair.indexOf('=');
+    if (eq < 0) continue;
+    const raw = pair.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+    out.push(raw);
+    try {
+      const decoded = decodeURIComponent(raw);
+      if (decoded !== raw) out.push(decoded);
+    } catch {
+      // Not percent-encoded text: the raw value stands.
+    }
+  }
+  return out;
+}
+
+/** A body kept as text that no parser read: JSON, or a form. */
+function parsedText(bytes: Uint8Array | string): unknown {
+  const text = (typeof bytes === 'string' ? bytes : Buffer.from(bytes).toString('utf8')).trim();
+  if (text.length > 64 * 1024) return undefined;
+  if (text.startsWith('{') || text.startsWith('[')) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return undefined;
+    }
+  }
+  return text.includes('=') ? Object.fromEntries(new URLSearchParams(text)) : undefined;
+}
