@@ -1,4 +1,5 @@
 import express, { type Request } from 'express';
+import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webProfiler, type WebProfiler } from '../src/index.js';
@@ -28,6 +29,7 @@ function build(profiler?: WebProfiler) {
   app.use(express.raw({ type: 'application/octet-stream', limit: '20mb' }));
   app.get('/q', (req, res) => res.json({ keys: Object.keys(req.query as object).length }));
   app.get('/items/:id', (req, res) => res.json({ id: req.params.id }));
+  for (const path of ['/reset/:token', '/hooks/:webhookSecret/deliver', '/login/magic/:magicToken']) app.get(path, (_req, res) => res.send('<html><body>ok</body></html>'));
   app.post('/echo', (req, res) => res.json({ type: typeof req.body, size: JSON.stringify(req.body ?? null).length }));
   app.post('/bin', (req, res) => res.json({ bytes: Buffer.isBuffer(req.body) ? req.body.length : -1 }));
   app.get('/*rest/', (_req, res) => res.send('any path with a slash'));
@@ -101,6 +103,47 @@ describe('the trailing-slash redirect never leaves the host', () => {
       }
     });
   }
+});
+
+describe('secrets in a URL path, an API key or an OAuth code in a query string', () => {
+  const SECRETS = ['R3set-T0ken-8d1f4c', 'whsec-Q81bNfa02', 'mAg1c-L1nk-5e6f7a', 'AIzaSyD-Key-0123', '4/0AX4XfWh-code-9876'];
+
+  it('go everywhere the URL goes: the list, search, the profile and its JSON, routing, cURL, the store', async () => {
+    const visits = [
+      `/reset/${SECRETS[0]}?key=${SECRETS[3]}`,
+      `/hooks/${SECRETS[1]}/deliver`,
+      `/login/magic/${encodeURIComponent(SECRETS[2])}?code=${encodeURIComponent(SECRETS[4])}&state=xyz`,
+    ];
+    const tokens: string[] = [];
+    for (const path of visits) {
+      // The next page's Referer carries the last one's URL: an OAuth callback's code with it.
+      const res = await fetch(profiled.url + path, { headers: { referer: `https://accounts.example/cb?code=${SECRETS[4]}&scope=email` } });
+      expect(res.status).toBe(200);
+      tokens.push(res.headers.get('x-debug-token')!);
+    }
+    profiler.flush();
+    const pages = ['/_profiler/', '/_profiler/search?url=reset', '/_profiler/search?url=R3set', ...tokens.flatMap((t) => [`/_profiler/${t}`, `/_profiler/${t}?panel=request`, `/_profiler/${t}?panel=routing`, `/_profiler/${t}/curl`, `/_profiler/${t}/fetch`])];
+    for (const page of pages) {
+      for (const accept of ['text/html', 'application/json']) {
+        const text = await (await fetch(profiled.url + page, { headers: { accept } })).text();
+        for (const secret of SECRETS) {
+          expect(text, `${page} ${accept}`).not.toContain(secret);
+          expect(text, `${page} ${accept}`).not.toContain(encodeURIComponent(secret));
+        }
+      }
+    }
+    const summary = await (await fetch(`${profiled.url}/_profiler/${tokens[0]}`, { headers: { accept: 'application/json' } })).json();
+    expect(summary.url).toMatch(/\/reset\/\[redacted\]\?key=\[redacted\]$/);
+    expect(summary.collectors.request.query).toEqual({ key: '[redacted]' });
+    // Search cannot find a request by its secret: it is not stored.
+    const found = await (await fetch(`${profiled.url}/_profiler/search?url=R3set`, { headers: { accept: 'application/json' } })).json();
+    expect(found.profiles).toEqual([]);
+    // What is not secret stays: the route, the other parameters.
+    const magic = await (await fetch(`${profiled.url}/_profiler/${tokens[2]}?panel=routing`, { headers: { accept: 'application/json' } })).json();
+    expect(magic.data).toMatchObject({ route: '/login/magic/:magicToken', path: '/login/magic/[redacted]', params: { magicToken: '[redacted]' } });
+    const stored = readFileSync(db);
+    for (const secret of SECRETS) expect(stored.includes(secret), secret).toBe(false);
+  });
 });
 
 describe('tokens and parameters never make a 500 or leak a trace', () => {

@@ -1,7 +1,7 @@
 import type { Snapshot } from '../recording/snapshot.js';
 import type { Profile } from '../storage/profile.js';
 import type { CorePanel, PanelInfo, PanelOptions } from './collector.js';
-import { redactText } from './redact.js';
+import { redactUrl } from './redact.js';
 
 /**
  * Turn a snapshot into a Profile: the core panels built here, the app's own panels as they were
@@ -14,7 +14,7 @@ export function buildProfile(s: Snapshot, panels: CorePanel[], options: PanelOpt
     parent: s.parent,
     ip: s.ip,
     method: s.request.method,
-    url: redactText(s.url, options.redactKeys),
+    url: redactUrl(s.url, options.redactKeys, s.params),
     status: s.response.status,
     time: s.time,
     duration: Math.round(s.duration * 1000) / 1000,

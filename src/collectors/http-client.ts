@@ -2,7 +2,7 @@ import type { CapturedCall, ErrorSummary } from '../recording/inside-capture.js'
 import { isToken, profileLink } from '../recording/token.js';
 import type { CorePanel } from './collector.js';
 import { duration, layerAt } from './inside-layers.js';
-import { redactHeaders, redactText } from './redact.js';
+import { redactHeaders, redactText, redactUrl } from './redact.js';
 import { isLoopbackHost } from '../web/access.js';
 
 export interface CallData {
@@ -54,7 +54,7 @@ export const httpClient: CorePanel<HttpClientData> = {
       const call: CallData = {
         api: c.api,
         method: c.method,
-        url: redactText(c.url, keys),
+        url: redactUrl(c.url, keys),
         start: c.start,
         duration: took,
         requestHeaders: redactHeaders((c.requestHeaders ?? {}) as Record<string, unknown>, keys),

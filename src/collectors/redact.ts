@@ -202,6 +202,51 @@ export function redactHeaders(headers: Record<string, unknown>, keys: string[]):
   return out;
 }
 
+/**
+ * Parameter names that are secrets in a URL's query string only, where they are an API key
+ * (`?key=`, Google's) or an OAuth authorization code (`?code=`); in a body or a log line they are
+ * too often something else to hide.
+ */
+const QUERY_ONLY = /([?&])(key|code)=([^&#]+)/gi;
+
+/**
+ * A URL as it may be stored: secrets in its query string (by `keys`, and `key` and `code`), and
+ * the path segments that hold a route parameter named like a secret (`/reset/:token`, a magic
+ * link, a webhook's secret): `routeParams` are the request's, by name.
+ */
+export function redactUrl(url: string, keys: string[], routeParams?: unknown): string {
+  let out = redactText(url, keys);
+  const q = out.indexOf('?');
+  if (q >= 0) out = out.slice(0, q) + out.slice(q).replace(QUERY_ONLY, (_whole, lead: string, name: string) => `${lead}${name}=${REDACTED}`);
+  if (routeParams === null || typeof routeParams !== 'object') return out;
+  const secret = new Set<string>();
+  for (const [name, value] of Object.entries(routeParams as Record<string, unknown>)) {
+    if (!isSecretKey(name, keys)) continue;
+    // Express 5 gives a wildcard's segments as an array.
+    for (const v of Array.isArray(value) ? value : [value]) if (typeof v === 'string' && v !== '') secret.add(v);
+  }
+  if (secret.size === 0) return out;
+  const end = out.search(/[?#]/);
+  const path = (end < 0 ? out : out.slice(0, end)).split('/').map((segment) => (secret.has(segment) || secret.has(decoded(segment)) ? REDACTED : segment)).join('/');
+  return path + (end < 0 ? '' : out.slice(end));
+}
+
+const decoded = (segment: string) => {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+};
+
+/** A parsed query string as it may be stored: see redactUrl. */
+export function redactQuery(query: unknown, keys: string[]): unknown {
+  const out = redactValue(query, keys);
+  if (out === null || typeof out !== 'object' || Array.isArray(out)) return out;
+  for (const name of Object.keys(out)) if (/^(key|code)$/i.test(name) && (out as Record<string, unknown>)[name] != null) (out as Record<string, unknown>)[name] = REDACTED;
+  return out;
+}
+
 /** Whether a header's whole value (or all but its scheme) is redacted: a credential header, or one named like a secret. */
 export const isSecretHeader = (n: string, keys: string[]): boolean =>
   SECRET_HEADERS.has(n) || (isSecretKey(n, keys) && !PUBLIC_HEADERS.has(n) && n !== 'cookie' && n !== 'set-cookie');
@@ -214,8 +259,8 @@ function redactHeader(n: string, value: unknown, keys: string[]): unknown {
   return Array.isArray(value) ? value.map((v) => redactParameters(String(v), keys)) : redactParameters(String(value), keys);
 }
 
-/** A header value carries a secret as a parameter (`?token=`, `url=…?secret=`), if at all: one without `=` is left as it is. */
-const redactParameters = (value: string, keys: string[]) => (value.includes('=') ? redactText(value, keys) : value);
+/** A header value carries a secret as a parameter (`?token=`, `url=…?secret=`, a Referer's `?code=`), if at all: one without `=` is left as it is. */
+const redactParameters = (value: string, keys: string[]) => (value.includes('=') ? redactUrl(value, keys) : value);
 
 const redactCredentials = (name: string, value: string) => {
   const scheme = /^([A-Za-z][\w-]*)\s+\S/.exec(value);

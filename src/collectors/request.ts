@@ -1,5 +1,5 @@
 import type { CorePanel } from './collector.js';
-import { cookieNames, redactHeaders, redactText, redactValue } from './redact.js';
+import { cookieNames, redactHeaders, redactQuery, redactUrl, redactValue } from './redact.js';
 import { hostOf, isEmpty, orEmpty, packHeaders, pathOf, unpackHeaders, type DerivedHeaders } from './derive.js';
 import { describeBytes, describeParsed, packBody, typeOf, unpackBody, type BodyData, type StoredBody } from './body.js';
 
@@ -32,9 +32,9 @@ export const request: CorePanel<RequestData> = {
     const cookie = r.headers.cookie;
     return {
       method: r.method,
-      url: redactText(r.url, keys),
+      url: redactUrl(r.url, keys, s.params),
       httpVersion: r.httpVersion,
-      query: redactValue(r.query, keys),
+      query: redactQuery(r.query, keys),
       body: r.rawBody
         ? describeBytes(r.rawBody, contentType ?? 'text/plain', options.bodyLimit, keys)
         : describeParsed(r.body, r.bodyCut === true, Number(r.headers['content-length']), contentType, options.bodyLimit, keys),

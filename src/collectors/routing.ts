@@ -1,5 +1,5 @@
 import type { CorePanel } from './collector.js';
-import { redactValue } from './redact.js';
+import { redactUrl, redactValue } from './redact.js';
 import { isEmpty, orEmpty, pagePathOf } from './derive.js';
 
 export interface RoutingData {
@@ -15,7 +15,7 @@ export const routing: CorePanel<RoutingData> = {
   title: 'Routing',
   collect: (s, options) => ({
     method: s.request.method,
-    path: s.request.url.split('?')[0],
+    path: redactUrl(s.request.url.split('?')[0], options.redactKeys, s.params),
     route: s.route,
     params: redactValue(s.params, options.redactKeys),
   }),
