@@ -105,8 +105,12 @@ describe('behind a proxy on the same machine that adds no forwarding header', ()
 
   it('a browser on this machine is asked for the key too: the profiler cannot tell it from such a proxy', async () => {
     await expectShut(app.url, token, { host: 'localhost' });
-    const res = await get(`${app.url}/_profiler/`, { host: 'localhost', accept: 'text/html' });
-    expect(await res.text()).toContain('printed a link');
+    const res = await get(`${app.url}/_profiler/${token}?panel=request`, { host: 'localhost', accept: 'text/html' });
+    const page = await res.text();
+    expect(page).toContain('printed a link');
+    // A field for the key, which sends it to the same page (its query kept), where it becomes the cookie.
+    expect(page).toContain('<input id="wp-key" type="password" name="_profiler_secret"');
+    expect(page).toContain('<input type="hidden" name="panel" value="request">');
   });
 
   it('the developer opens the link the server printed once; its cookie opens every page, through the proxy too', async () => {

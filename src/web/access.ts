@@ -6,7 +6,8 @@ export const SECRET_COOKIE = 'web_profiler_secret';
 export const SECRET_HEADER = 'x-profiler-secret';
 export const SECRET_QUERY = '_profiler_secret';
 
-export type Verdict = { ok: true } | { ok: false; reason: string };
+/** A refusal with `askKey` is one the profiler's key would turn: its page offers a field for it. */
+export type Verdict = { ok: true } | { ok: false; reason: string; askKey?: boolean };
 
 const LOOPBACK_ADDRESS = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 const LOOPBACK_HOST = /^(localhost|[^.]+\.localhost|127\.\d+\.\d+\.\d+|\[::1\])$/i;
@@ -43,7 +44,7 @@ const OK: Verdict = { ok: true };
 export function checkAccess(req: Request, options: ResolvedOptions): Verdict | Promise<Verdict> {
   if (options.authorize) return byAuthorize(req, options.authorize);
   if (options.secret && presentedSecret(req, options.secret)) return OK;
-  if (!options.trustLocal) return { ok: false, reason: keyWanted(options) };
+  if (!options.trustLocal) return { ok: false, reason: keyWanted(options), askKey: true };
   const how = options.secret ? 'present the profiler\'s key' : 'set WEB_PROFILER_SECRET (or the secret option) and present it';
   if (!isLoopbackClient(req)) {
     return { ok: false, reason: `The profiler lets in local clients without its key only; others must ${how}.` };

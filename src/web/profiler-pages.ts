@@ -5,7 +5,7 @@ import type { ResolvedOptions } from '../options.js';
 import { isToken, profileLink } from '../recording/token.js';
 import type { Profile } from '../storage/profile.js';
 import { StorageUnavailable, type ProfileReader } from '../storage/reader.js';
-import { checkAccess, exchangeQuerySecret, isLoopbackHost, type Verdict } from './access.js';
+import { checkAccess, exchangeQuerySecret, isLoopbackHost, SECRET_QUERY, type Verdict } from './access.js';
 import { parseSearch } from './search-params.js';
 import type { SearchFilter } from '../storage/store.js';
 import { renderToolbar } from './toolbar.js';
@@ -53,6 +53,9 @@ export function profilerPages(deps: PagesDeps) {
     }
     sendPage(res, status, 'profiler/message', { title, message, ...extra });
   }
+
+  /** The page's own query, kept through the key form (which sends only its fields). */
+  const keptQuery = (req: Request) => [...new URL(req.originalUrl, 'http://x').searchParams].filter(([name]) => name !== SECRET_QUERY);
 
   function withStore(req: Request, res: Response): ProfileReader | undefined {
     const store = deps.store();
@@ -171,7 +174,7 @@ export function profilerPages(deps: PagesDeps) {
   };
 
   function route(req: Request, res: Response, verdict: Verdict): Promise<void> | void {
-    if (!verdict.ok) return fail(req, res, 403, 'Access denied', verdict.reason);
+    if (!verdict.ok) return fail(req, res, 403, 'Access denied', verdict.reason, verdict.askKey && !wantsJson(req) ? { askKey: true, keep: keptQuery(req) } : {});
     if (exchangeQuerySecret(req, res, options)) return;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('Allow', 'GET, HEAD');
