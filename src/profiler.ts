@@ -13,7 +13,7 @@ import { announcesKey, keyLink, madeAccessKey } from './web/access-key.js';
 import { capture } from './recording/snapshot.js';
 import { errorHandler } from './errors/error-handler.js';
 import { notFound } from './errors/not-found.js';
-import { sharedTokenSource, tokenSource } from './recording/token.js';
+import { PROVISIONAL_LENGTH, sharedTokenSource, slotPrefix, tokenSource } from './recording/token.js';
 import { pageStorage, storedAt } from './storage/open.js';
 import type { ProfileReader } from './storage/reader.js';
 import { ProfileWriter } from './storage/writer.js';
@@ -89,11 +89,15 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const pages = profilerPages({
     options,
     explainable,
-    // A page never waits for the writer: what waits on this thread is handed over, and the page shows what is stored.
+    // What waits on this thread is handed over; a page that asks for what is not stored yet has it written now (settle).
     store: () => {
       writer.handoff();
       return storage.read();
     },
+    settle: () => writer.settle(),
+    behind: () => writer.behind,
+    // A shared store's tokens carry this instance's slot in front of what the bitmap holds.
+    drew: (token) => (storage.shared ? drewShared(token, writer) : writer.taken.has(token)),
   });
   return assemble(options, {
     record,
@@ -110,6 +114,13 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
       storage.close();
     },
   });
+}
+
+function drewShared(token: string, writer: ProfileWriter): boolean {
+  const slot = Atomics.load(writer.slot, 0);
+  if (slot < 0) return token.length === PROVISIONAL_LENGTH;
+  const prefix = slotPrefix(slot);
+  return token.startsWith(prefix) && writer.taken.has(token.slice(prefix.length));
 }
 
 /** A profiler given no key (and no authorize) makes one: see checkAccess for why loopback is not enough. */

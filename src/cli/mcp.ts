@@ -7,6 +7,7 @@ import { corePanels } from '../collectors/index.js';
 import { isToken } from '../recording/token.js';
 import type { Profile, ProfileSummary } from '../storage/profile.js';
 import { openReader } from '../storage/open.js';
+import type { ProfileReader } from '../storage/reader.js';
 import type { SearchFilter } from '../storage/query.js';
 
 /** What one answer may hold, about: a model reads it all, so long bodies and traces are cut. */
@@ -54,6 +55,20 @@ function topFrame(error: Any | undefined): string | undefined {
   const frames = (error?.frames ?? []) as Any[];
   const frame = frames.find((f) => f.kind === 'app') ?? frames[0];
   return frame ? `${frame.fn} (${frame.file}:${frame.line})` : undefined;
+}
+
+/**
+ * The app's process writes a profile within its flush interval (100 ms by default) of the
+ * response, or at once when one of its pages asks: a token an agent read off a response a moment
+ * ago is waited for, for up to about 1.5 s, before it is said to be missing.
+ */
+async function readSoon(store: ProfileReader, token: string): Promise<Profile | undefined> {
+  for (const pause of [0, 50, 100, 200, 400, 800]) {
+    if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
+    const profile = await store.read(token);
+    if (profile) return profile;
+  }
+  return undefined;
 }
 
 function headline(profile: Profile): Record<string, unknown> {
@@ -122,7 +137,7 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
     annotations: readOnly,
   }, async ({ token, panel }) => {
     if (!isToken(token)) return failure(`"${token}" is not a token: tokens are 6 to 32 lowercase hex characters.`);
-    const profile = await store.read(token);
+    const profile = await readSoon(store, token);
     if (!profile) return failure(`No profile is stored for token ${token}: it was never recorded, or it was pruned.`);
     if (panel === undefined) return answer(headline(profile));
     if (!PANELS.includes(panel)) return failure(`There is no panel "${panel}". Panels: ${PANELS.join(', ')}.`);

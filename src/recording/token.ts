@@ -58,7 +58,7 @@ export const SLOT_CHARS = 4;
 export const slotPrefix = (slot: number): string => slot.toString(16).padStart(SLOT_CHARS, '0');
 
 /** Tokens drawn before a shared store's slot is known: long enough (80 bits) that no two meet. */
-const PROVISIONAL_LENGTH = 20;
+export const PROVISIONAL_LENGTH = 20;
 
 /**
  * Tokens for a shared (PostgreSQL) store: the instance's slot as four hex characters, then

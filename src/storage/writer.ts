@@ -45,6 +45,8 @@ class WriterThread {
   /** Set once the thread could not be started, however often it was tried: recording stops. */
   stopped = false;
   private readonly profilers = new Map<number, { open: Open; tell: (message: string) => void }>();
+  /** Calls a page awaits rather than blocks on: their answers come as messages. */
+  private readonly awaited = new Map<number, (value: number) => void>();
 
   private start(): MessagePort | undefined {
     if (this.stopped || this.retry) return undefined;
@@ -106,8 +108,9 @@ class WriterThread {
   }
 
   private receive(m: FromWriter): void {
-    // A reply nobody waits for any more (its call timed out, or an open) has nothing left to do.
     if (m.type === 'notice') this.profilers.get(m.id)?.tell(m.message);
+    // A reply nobody waits for any more (its call timed out) has nothing left to do.
+    else this.awaited.get(m.seq)?.(m.value);
   }
 
   open(open: Open, tell: (message: string) => void): void {
@@ -165,6 +168,26 @@ class WriterThread {
       }
       if (seen < seq) Atomics.wait(this.signal, SIGNAL.reply, seen, left);
     }
+  }
+
+  /**
+   * Send and wait for the answer without blocking the thread: for a page that must show what was
+   * just recorded. Resolves to 0 if the thread is not running or does not answer in time.
+   */
+  callSoon(msg: Unsent<Call>): Promise<number> {
+    const port = this.port ?? this.start();
+    if (!port) return Promise.resolve(0);
+    const seq = ++this.seq;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done(0), CALL_TIMEOUT_MS).unref();
+      const done = (value: number) => {
+        clearTimeout(timer);
+        this.awaited.delete(seq);
+        resolve(value);
+      };
+      this.awaited.set(seq, done);
+      port.postMessage({ ...msg, seq } as ToWriter);
+    });
   }
 
   /** A profiler closed: the last one out stops the thread. */
@@ -243,6 +266,21 @@ export class ProfileWriter {
     let bytes = 0;
     for (const item of items) bytes += item.size;
     Atomics.sub(this.backlog, 0, bytes);
+  }
+
+  /**
+   * What a page reads right after a response: everything recorded so far, written now rather
+   * than with the next batch, without blocking this thread. Resolves once it is stored.
+   */
+  settle(): Promise<number> {
+    if (this.closed || this.thread.stopped) return Promise.resolve(0);
+    this.handoff();
+    return this.thread.callSoon({ type: 'flush', id: this.id });
+  }
+
+  /** Whether anything recorded is not stored yet (on its way to the thread, or waiting there). */
+  get behind(): boolean {
+    return this.pending.length > 0 || Atomics.load(this.backlog, 0) > 0;
   }
 
   /** Write everything recorded so far, and wait for it. Returns how many profiles were written. */

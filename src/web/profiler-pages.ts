@@ -22,8 +22,14 @@ export interface PagesDeps {
   options: ResolvedOptions;
   /** The SELECTs of recent requests, by reference, for EXPLAIN. */
   explainable: ExplainRegistry;
-  /** The store as it is: a page never waits for the writer (a profile a few ms old may not be there yet). */
+  /** The store as it is: what this process recorded may still be on its way to it (see settle). */
   store(): ProfileReader | undefined;
+  /** Write what this process recorded and has not stored yet, now; resolves once it is stored. */
+  settle(): Promise<unknown>;
+  /** Whether this process has recorded anything it has not stored yet. */
+  behind(): boolean;
+  /** Whether `token` may be one this process drew (and so may still be on its way). */
+  drew(token: string): boolean;
 }
 
 /** Live lists open at once, per profiler: each polls the store. */
@@ -57,6 +63,23 @@ export function profilerPages(deps: PagesDeps) {
   /** The page's own query, kept through the key form (which sends only its fields). */
   const keptQuery = (req: Request) => [...new URL(req.originalUrl, 'http://x').searchParams].filter(([name]) => name !== SECRET_QUERY);
 
+  /**
+   * A profile from the moment its response has finished: one this process recorded and has not
+   * stored yet is written now (not with the next batch), then read. The request's thread never
+   * waits for this; only the page does.
+   */
+  async function readProfile(store: ProfileReader, token: string) {
+    const profile = await store.read(token);
+    if (profile || !deps.drew(token)) return profile;
+    await deps.settle();
+    return store.read(token);
+  }
+
+  /** Lists and search show every request that has finished, as readProfile does one. */
+  async function settled(): Promise<void> {
+    if (deps.behind()) await deps.settle();
+  }
+
   function withStore(req: Request, res: Response): ProfileReader | undefined {
     const store = deps.store();
     if (!store) unavailable(req, res);
@@ -74,6 +97,7 @@ export function profilerPages(deps: PagesDeps) {
     const store = withStore(req, res);
     if (!store) return;
     const { filter, form } = parsed;
+    await settled();
     // One more than asked tells whether an older page exists.
     const rows = await store.find({ ...filter, limit: filter.limit + 1 });
     const more = rows.length > filter.limit;
@@ -92,10 +116,10 @@ export function profilerPages(deps: PagesDeps) {
   async function profilePage(req: Request, res: Response, token: string) {
     const store = withStore(req, res);
     if (!store) return;
-    const profile = await store.read(token);
+    const profile = await readProfile(store, token);
     if (!profile) {
       res.setHeader('Retry-After', '1');
-      return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}". A request that has just finished is written within a moment: reload. Otherwise it was pruned, dropped while storage was behind, or recorded by another server.`, { token });
+      return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}": it was pruned, dropped while storage was behind, or recorded by another server that has not written it yet.`, { token });
     }
     const panels = menuOf(profile, options.panels);
     const asked = req.query.panel;
@@ -220,6 +244,7 @@ export function profilerPages(deps: PagesDeps) {
   async function latest(req: Request, res: Response, type: string) {
     const store = withStore(req, res);
     if (!store) return;
+    await settled();
     const token = await store.latest(type);
     if (!token) return fail(req, res, 404, 'No profiles', 'Nothing has been recorded yet: make a request to the application, then come back.');
     const keep = new URLSearchParams();
@@ -302,7 +327,7 @@ export function profilerPages(deps: PagesDeps) {
   async function cpuDownload(req: Request, res: Response, token: string) {
     const store = withStore(req, res);
     if (!store) return;
-    const raw = (await store.read(token))?.collectors.cpuprofile;
+    const raw = (await readProfile(store, token))?.collectors.cpuprofile;
     if (raw === undefined) return fail(req, res, 404, 'No CPU profile', `Profile "${token}" has no CPU profile: ask for one with the header X-Debug-Profile: cpu, or the toolbar's "Profile the next page load".`);
     res.setHeader('Content-Type', 'application/json');
     res.setHeader('Content-Disposition', `attachment; filename="${token}.cpuprofile"`);
@@ -315,7 +340,7 @@ export function profilerPages(deps: PagesDeps) {
     if (!isToken(b)) return fail(req, res, 404, 'Profile not found', `"${b}" is not a token: tokens are 6 to 32 lowercase hex characters.`);
     const store = withStore(req, res);
     if (!store) return;
-    const [left, right] = await Promise.all([store.read(a), store.read(b)]);
+    const [left, right] = await Promise.all([readProfile(store, a), readProfile(store, b)]);
     const missing = !left ? a : !right ? b : undefined;
     if (missing !== undefined) return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${missing}".`, { token: missing });
     const sections = compareProfiles(left!, right!);
@@ -328,7 +353,7 @@ export function profilerPages(deps: PagesDeps) {
   async function replayPage(req: Request, res: Response, token: string, as: 'curl' | 'fetch') {
     const store = withStore(req, res);
     if (!store) return;
-    const profile = await store.read(token);
+    const profile = await readProfile(store, token);
     if (!profile) return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}".`);
     const call = typeof req.query.call === 'string' ? req.query.call : undefined;
     const target = call === undefined ? replayOf(profile) : /^\d{1,4}$/.test(call) ? callReplayOf(profile, Number(call)) : undefined;
@@ -344,7 +369,7 @@ export function profilerPages(deps: PagesDeps) {
   async function explainPage(req: Request, res: Response, token: string, n: number) {
     const store = withStore(req, res);
     if (!store) return;
-    const stored = ((await store.read(token))?.collectors.db as DbData | undefined)?.queries.find((q) => q.n === n);
+    const stored = ((await readProfile(store, token))?.collectors.db as DbData | undefined)?.queries.find((q) => q.n === n);
     const result = await deps.explainable.explain(token, n, stored);
     if (!result.ok) return fail(req, res, 404, 'Cannot explain', result.reason, { token, query: n });
     if (wantsJson(req)) return void res.json({ token, query: n, driver: result.driver, plan: result.plan });
@@ -355,7 +380,7 @@ export function profilerPages(deps: PagesDeps) {
     if (!isToken(token)) return fail(req, res, 404, 'Profile not found', 'Not a token.');
     const store = withStore(req, res);
     if (!store) return;
-    const profile = await store.read(token);
+    const profile = await readProfile(store, token);
     if (!profile) return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}".`);
     const summary = toolbarSummary(profile);
     if (wantsJson(req)) return void res.json(summary);
