@@ -33,6 +33,8 @@ export interface Span {
 export interface RequestContext {
   /** The recorder that made this context: a response is recorded by the profiler that saw it first. */
   recorder: RecorderSettings;
+  /** The response's prototype, patched: an app called as a plain handler (vhost, a wrapper) gives it another (see adopt). */
+  proto: object;
   token: string;
   parent: string | null;
   /** Epoch milliseconds at arrival. */
@@ -89,6 +91,8 @@ export interface RecorderSettings {
   linkHosts: string[];
   /** Trouble of the recorder's own, after the response: told, never thrown at the app. */
   failed: (err: unknown) => void;
+  /** The response of ctx has another prototype now (an inner app's): patch that one too. */
+  adopt: (req: unknown, res: unknown, ctx: RequestContext) => void;
 }
 
 /** Where a response keeps its context: found through res even where async context is lost. */

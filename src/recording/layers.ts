@@ -78,6 +78,7 @@ export function hookLayers(app: unknown): void {
       if (traced()) return viaOriginal(originalRequest, this, ctx, [req, res, next]);
       let outer: RequestContext | undefined;
       if (ctx !== undefined) {
+        if (Object.getPrototypeOf(res) !== ctx.proto) ctx.recorder.adopt(req, res, ctx);
         ctx.trail.push(this, performance.now() - ctx.start);
         entered(ctx, this, req as { baseUrl?: string; params?: unknown });
         outer = enter(ctx);
@@ -102,6 +103,7 @@ export function hookLayers(app: unknown): void {
       if (traced()) return viaOriginal(originalError, this, ctx, [err, req, res, next]);
       let outer: RequestContext | undefined;
       if (ctx !== undefined) {
+        if (Object.getPrototypeOf(res) !== ctx.proto) ctx.recorder.adopt(req, res, ctx);
         ctx.trail.push(this, performance.now() - ctx.start);
         outer = enter(ctx);
       }

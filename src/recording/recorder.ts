@@ -12,7 +12,7 @@ import { originOf } from './url.js';
 type Method = (this: ServerResponse, ...args: unknown[]) => unknown;
 type Tracked = ServerResponse & { [kContext]?: RequestContext; req?: IncomingMessage };
 
-export interface RecorderDeps extends RecorderSettings {
+export interface RecorderDeps extends Omit<RecorderSettings, 'adopt'> {
   nextToken: () => string;
   /** An app's first request: by now it has loaded its drivers. */
   appSeen: () => void;
@@ -24,13 +24,22 @@ export interface RecorderDeps extends RecorderSettings {
  * wrappers act for whichever recorder owns the response.
  */
 export function recorder(deps: RecorderDeps) {
-  const { nextToken, appSeen, ...settings } = deps;
+  const { nextToken, appSeen, ...given } = deps;
+  const settings: RecorderSettings = {
+    ...given,
+    adopt(req, res, ctx) {
+      patchPrototypes(req as Request, res as Response);
+      ctx.proto = Object.getPrototypeOf(res);
+      hookLayers((req as Request).app);
+    },
+  };
   let lastApp: unknown;
 
   return Object.assign(function webProfilerRecorder(req: Request, res: Response, next: NextFunction) {
     patchPrototypes(req, res);
     const ctx: RequestContext = {
       recorder: settings,
+      proto: Object.getPrototypeOf(res),
       token: nextToken(),
       origin: originOf(req),
       parent: parentOf(req),
