@@ -80,8 +80,13 @@ describe.each(['dev', 'staging', 'prod'] as const)('the observed surface in %s',
     const anonymous = await call(demo.url, 'GET', '/api/me');
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers['www-authenticate']).toBe('Bearer realm="api"');
-    const forged = await call(demo.url, 'GET', '/api/me', { headers: { authorization: `Bearer ${issued.token.slice(0, -2)}xx` } });
-    expect(forged.status).toBe(401);
+    // Each forgery differs from the issued token: a byte of the signature, or only the spare bits of its last character.
+    const signature = issued.token.lastIndexOf('.') + 1;
+    const flip = (at: number, from: string, to: string) => issued.token.slice(0, at) + (issued.token[at] === from ? to : from) + issued.token.slice(at + 1);
+    for (const forged of [flip(signature, 'A', 'B'), flip(issued.token.length - 1, 'A', 'B')]) {
+      expect(forged).not.toBe(issued.token);
+      expect((await call(demo.url, 'GET', '/api/me', { headers: { authorization: `Bearer ${forged}` } })).status, forged).toBe(401);
+    }
   });
 
   it('a malformed body answers 400 with a JSON error, never 500', async () => {

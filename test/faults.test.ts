@@ -128,9 +128,8 @@ describe('storage faults: the app keeps answering, the profiler says so once and
     queue.push(Array.from({ length: 40 }, (_, i) => profile(i + 1)));
     expect(await queue.flush()).toBe(0);
     expect(errors.some((m) => /SQLITE_FULL/.test(m))).toBe(true);
-    // The failed store was closed; the next open has no page limit.
-    await new Promise((r) => setTimeout(r, 2100));
-    await queue.flush();
+    // The failed store was closed; the next open (now, not after the pause) has no page limit.
+    await queue.flush(true);
     await queue.close();
     expect(storedTokens(db).size).toBe(41);
     expect(errors.at(-1)).toBe('profiler storage is writable again: 40 waiting profiles written');
@@ -210,7 +209,8 @@ describe('several processes and crashes', () => {
     children.push(server.child);
     const url = await server.ready;
     const load = hammer([url], 50_000, 20);
-    await new Promise((r) => setTimeout(r, 1500));
+    // Killed once batches have been committed, however slowly a loaded machine gets there.
+    for (let waited = 0; server.committed.size <= 100 && waited < 30_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
     server.child.kill('SIGKILL');
     await load;
     const committed = [...server.committed];

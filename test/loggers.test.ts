@@ -185,7 +185,9 @@ describe('winston', () => {
       await (await fetch(`${app.url}/winston/q1`)).text();
       app.wlog.info('outside any request');
     }
-    await sleep(50);
+    // winston writes through streams: wait for the line, not for a time.
+    const wrote = (out: string[]) => out.some((line) => line.includes('outside any request'));
+    for (let waited = 0; !(wrote(bare.winstonOut) && wrote(recorded.winstonOut)) && waited < 5000; waited += 10) await sleep(10);
     expect(recorded.winstonOut).toEqual(bare.winstonOut);
     expect(recorded.winstonOut).toContain('{"level":"info","message":"outside any request"}\n');
   });
