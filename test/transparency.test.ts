@@ -91,6 +91,9 @@ function build(lib: typeof express, profiler?: WebProfiler, withErrorHandler = f
     }, 2);
   });
   app.get('/file', (_req, res) => res.sendFile(page));
+  // No callback: its 404 goes to req.next, and must not fall through to the next route.
+  app.get('/missing-file', (_req, res) => res.sendFile(path.join(dir, 'missing.html')));
+  app.get('/missing-file', (_req, res) => res.send('fell through'));
   app.get('/binary', (_req, res) => res.type('application/octet-stream').send(Buffer.from([0, 1, 2, 255, 254])));
   app.get('/bytes', (_req, res) => res.end(new TextEncoder().encode('encoded bytes')));
   app.get('/redirect', (_req, res) => res.redirect('/html'));
@@ -116,7 +119,7 @@ const requests: [string, string, Record<string, string>?][] = [
   ['GET', '/html'], ['HEAD', '/html'], ['GET', '/xhtml'], ['GET', '/etag-html'], ['HEAD', '/etag-html'], ['GET', '/json'], ['HEAD', '/json'],
   ['GET', '/raw-array'], ['GET', '/raw-pairs'], ['GET', '/stream'], ['GET', '/sse'], ['GET', '/file'], ['HEAD', '/file'],
   ['GET', '/binary'], ['GET', '/bytes'], ['GET', '/redirect'], ['GET', '/next-error'], ['GET', '/throws'], ['GET', '/rejects'],
-  ['GET', '/nowhere'], ['OPTIONS', '/items'], ['POST', '/json'],
+  ['GET', '/nowhere'], ['OPTIONS', '/items'], ['POST', '/json'], ['GET', '/missing-file'], ['GET', '/missing-file'],
 ];
 
 const running: Running[] = [];

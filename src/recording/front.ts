@@ -36,7 +36,11 @@ export function runInFront(app: unknown, layerFn: Middleware): void {
     if (at !== 2 || query.name !== 'query' || init.name !== 'expressInit' || !layer?.regexp?.fast_slash || init.handle.length !== 3) return;
     const expressInit = init.handle;
     init.handle = function expressInitThenProfiler(req: Request, res: Response, next: NextFunction) {
-      expressInit(req, res, () => layerFn(req, res, next));
+      expressInit(req, res, () => {
+        // expressInit kept its next as req.next, which res.sendFile calls with its error: the router's, not ours.
+        req.next = next;
+        layerFn(req, res, next);
+      });
     };
   } else {
     if (at !== 0 || layer?.slash !== true) return;
