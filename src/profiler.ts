@@ -18,7 +18,7 @@ import { pageStorage, storedAt } from './storage/open.js';
 import type { ProfileReader } from './storage/reader.js';
 import { ProfileWriter } from './storage/writer.js';
 import { profilerPages } from './web/profiler-pages.js';
-import { withToolbar } from './web/toolbar.js';
+import { toolbarInjector } from './web/toolbar.js';
 import { instrumentLoaded } from './instruments/index.js';
 import { instrumentNest } from './instruments/nestjs.js';
 import { instrumentWinston } from './instruments/winston-writes.js';
@@ -83,7 +83,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
       if (ctx.inside !== undefined) explainable.keep(ctx.token, ctx.inside.queries);
     },
     serverTiming: options.serverTiming,
-    inject: debug ? withToolbar : undefined,
+    inject: debug ? toolbarInjector(tellOwn) : undefined,
     failed: (err) => tellOwn(`recording a request failed: ${(err as Error)?.message ?? err}`),
   });
   const pages = profilerPages({

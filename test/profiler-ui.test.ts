@@ -1,7 +1,7 @@
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webProfiler } from '../src/index.js';
-import { blocksInlineScripts } from '../src/web/toolbar.js';
+import { scriptFor } from '../src/web/toolbar.js';
 import { listen, tempDb, type Running } from './helpers.js';
 
 let app: Running;
@@ -178,13 +178,22 @@ describe('one profile', () => {
 });
 
 describe('toolbar', () => {
-  it('knows which Content-Security-Policies would block its inline loader', () => {
-    expect(blocksInlineScripts('')).toBe(false);
-    expect(blocksInlineScripts("style-src 'unsafe-inline'")).toBe(false);
-    expect(blocksInlineScripts("default-src 'self'")).toBe(true);
-    expect(blocksInlineScripts("default-src 'none'; script-src 'nonce-abc'; style-src 'unsafe-inline'")).toBe(true);
-    expect(blocksInlineScripts("script-src 'self' 'unsafe-inline'; default-src 'none'")).toBe(false);
-    expect(blocksInlineScripts("script-src 'unsafe-inline' 'sha256-xyz'")).toBe(true);
+  it('runs its loader the way the page\'s Content-Security-Policy allows: inline, with the page\'s nonce, from its origin, or not at all', () => {
+    const inline = { inline: true };
+    const external = { inline: false };
+    expect(scriptFor(undefined)).toEqual(inline);
+    expect(scriptFor('')).toEqual(inline);
+    expect(scriptFor("style-src 'unsafe-inline'")).toEqual(inline);
+    expect(scriptFor("script-src 'self' 'unsafe-inline'; default-src 'none'")).toEqual(inline);
+    // helmet's default policy: scripts of the page's origin only.
+    expect(scriptFor("default-src 'self';base-uri 'self';font-src 'self' https: data:;form-action 'self';frame-ancestors 'self';img-src 'self' data:;object-src 'none';script-src 'self';script-src-attr 'none';style-src 'self' https: 'unsafe-inline';upgrade-insecure-requests")).toEqual(external);
+    expect(scriptFor("default-src 'none'; script-src 'nonce-abc123'; style-src 'unsafe-inline'")).toEqual({ inline: true, nonce: 'abc123' });
+    expect(scriptFor("script-src 'nonce-abc' 'strict-dynamic' 'self'")).toEqual({ inline: true, nonce: 'abc' });
+    expect(scriptFor("script-src 'unsafe-inline' 'sha256-xyz' 'self'")).toEqual(external);
+    expect(scriptFor(["script-src 'self' 'unsafe-inline'", "script-src 'self'"])).toEqual(external);
+    expect(scriptFor("script-src 'sha256-xyz'")).toBeUndefined();
+    expect(scriptFor("script-src 'self' 'strict-dynamic'")).toBeUndefined();
+    expect(scriptFor("default-src 'none'")).toBeUndefined();
   });
 
   it('is injected before </body> of HTML pages and keeps Content-Length right', async () => {
@@ -200,6 +209,33 @@ describe('toolbar', () => {
     expect(await (await get('/plain')).text()).toBe('no body tag </body> here');
     expect(await (await get('/download')).text()).toBe('<html><body>file</body></html>');
     expect(await (await get('/go')).text()).not.toContain('wp-wdt');
+  });
+
+  it('comes to pages under a strict policy the way it allows, and says once where it cannot', async () => {
+    const told: string[] = [];
+    const profiler = webProfiler({ database: tempDb(), onError: (m) => told.push(m), trustLocal: false });
+    const e = express();
+    e.use(profiler);
+    const page = (csp: string) => (_req: express.Request, res: express.Response) => res.set('Content-Security-Policy', csp).type('html').send('<html><body>strict</body></html>');
+    e.get('/helmet', page("default-src 'self';script-src 'self';script-src-attr 'none';style-src 'self' https: 'unsafe-inline'"));
+    e.get('/nonce', page("default-src 'none'; script-src 'nonce-r4nd0m'; connect-src 'self'"));
+    e.get('/none', page("script-src 'none'"));
+    const strict = await listen(e);
+    try {
+      expect(await (await fetch(`${strict.url}/helmet`)).text()).toMatch(/hidden><\/div><script src="\/_wdt\/loader\.js"><\/script><\/body>/);
+      expect(await (await fetch(`${strict.url}/nonce`)).text()).toMatch(/hidden><\/div><script nonce="r4nd0m">\(function/);
+      for (let i = 0; i < 3; i++) expect(await (await fetch(`${strict.url}/none`)).text()).toBe('<html><body>strict</body></html>');
+      expect(told.filter((m) => m.includes('Content-Security-Policy'))).toHaveLength(1);
+      // The loader is the code every page carries inline: it needs no key.
+      const loader = await fetch(`${strict.url}/_wdt/loader.js`);
+      expect(loader.status).toBe(200);
+      expect(loader.headers.get('content-type')).toMatch(/^text\/javascript/);
+      expect(await loader.text()).toContain("getElementById('wp-wdt')");
+      expect((await fetch(`${strict.url}/_wdt/abcdef`)).status).toBe(403);
+    } finally {
+      await strict.close();
+      profiler.close();
+    }
   });
 
   it('serves the fragment with status, route, time and counts', async () => {

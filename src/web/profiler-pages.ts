@@ -8,7 +8,7 @@ import { StorageUnavailable, type ProfileReader } from '../storage/reader.js';
 import { checkAccess, exchangeQuerySecret, isLoopbackHost, SECRET_QUERY, type Verdict } from './access.js';
 import { parseSearch } from './search-params.js';
 import type { SearchFilter } from '../storage/store.js';
-import { renderToolbar } from './toolbar.js';
+import { LOADER_PATH, loader, renderToolbar } from './toolbar.js';
 import { sendPage, serverTiming } from './views.js';
 import { performance } from 'node:perf_hooks';
 import type { ExplainRegistry } from './explain.js';
@@ -170,6 +170,12 @@ export function profilerPages(deps: PagesDeps) {
       serverTiming(this, 'profiler', started);
       return (writeHead as (...a: unknown[]) => Response).apply(this, args);
     } as typeof res.writeHead;
+    // The toolbar's loader, for pages whose policy runs only scripts of their origin: the same code every page carries inline, so no access check.
+    if (req.path === LOADER_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
+      res.setHeader('Content-Type', 'text/javascript; charset=utf-8');
+      res.setHeader('Cache-Control', 'no-cache');
+      return void res.end(loader);
+    }
     const verdict = checkAccess(req, options);
     const failed = (err: unknown) => {
       try {

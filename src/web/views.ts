@@ -70,12 +70,16 @@ export function serverTiming(res: ServerResponse, name: string, started: number)
   if (!res.headersSent) res.setHeader('Server-Timing', `${name};dur=${(performance.now() - started).toFixed(3)}`);
 }
 
+/** Responses that are the profiler's own pages (the debug error pages among them): the toolbar stays out of them. */
+export const ownPages = new WeakSet<ServerResponse>();
+
 /**
  * Send a page with a Content-Security-Policy that lets only its own inline script run: whatever a
  * recorded request smuggled into a value is text, and would stay inert even if escaping failed.
  */
 export function sendPage(res: ServerResponse, status: number, template: string, data: Record<string, unknown>, timing?: { name: string; started: number }): void {
   const nonce = randomBytes(16).toString('base64');
+  ownPages.add(res);
   const html = render(template, data, nonce);
   if (timing) serverTiming(res, timing.name, timing.started);
   res.statusCode = status;
