@@ -292,8 +292,11 @@ describe.skipIf(!url)('several instances, one PostgreSQL store', () => {
       const mine = answers.filter((x) => x.to === from);
       const firstKept = Math.min(...mine.filter((x) => kept.has(x.token!)).map((x) => x.at));
       expect(mine.filter((x) => !kept.has(x.token!) && x.at > firstKept + 250).map((x) => x.n)).toEqual([]);
-      expect(kept.has(mine.at(-1)!.token!)).toBe(true);
     }
+    // The newest answer of all is kept. (An instance's own newest may not be: retention keeps the
+    // newest rows written, and on a loaded machine the other's writer may still have had 300 to write.)
+    const newest = answers.reduce((a, b) => (b.at > a.at ? b : a));
+    expect(kept.has(newest.token!)).toBe(true);
     const data = (await query<{ n: number }>(url, `SELECT count(*)::int AS n FROM "${schema}".profile_data`))[0].n;
     expect(data).toBe(count);
     await Promise.all([a.stop(), b.stop()]);
