@@ -87,3 +87,29 @@ describe.each([['Express 5', express5], ['Express 4', express4 as unknown as Exp
     });
   }
 });
+
+describe('handlers behind wrappers are named by what they are', () => {
+  it("an async-error wrapper's name (asyncUtilWrap) gives way to the route; a bound handler keeps its own name", async () => {
+    // express-async-handler, as written there.
+    const asyncHandler = (fn: (...args: any[]) => Promise<unknown>) => function asyncUtilWrap(...args: any[]) {
+      const next = args[args.length - 1];
+      return Promise.resolve(fn(...args)).catch(next);
+    };
+    const database = tempDb();
+    const profiler = webProfiler({ database, onError: () => {} });
+    profilers.push(profiler);
+    const app = express5();
+    app.use(profiler);
+    app.get('/books', asyncHandler(async (_req, res) => res.json([])));
+    function showBook(this: unknown, _req: unknown, res: { json(v: unknown): void }) {
+      res.json({ id: 1 });
+    }
+    app.get('/book', showBook.bind(null) as never);
+    const server = await listen(app);
+    running.push(server);
+    for (const path of ['/books', '/book']) expect((await fetch(server.url + path)).status).toBe(200);
+    profiler.flush();
+    const spans = readRows(database).map((r) => r.collectors.performance.spans.map((s: { name: string }) => s.name));
+    expect(spans).toEqual([['route GET /books', 'handler'], ['route GET /book', 'showBook']]);
+  });
+});

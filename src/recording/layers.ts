@@ -284,7 +284,17 @@ function describe(layer: RouterLayer): string {
   return d;
 }
 
-const nameOf = (layer: RouterLayer, fallback: string) => (layer.name && layer.name !== '<anonymous>' ? layer.name : fallback);
+/**
+ * The names async-error wrappers give what they return (express-async-handler's asyncUtilWrap,
+ * the asyncHandler and catchAsync helpers apps write): a handler so named is the wrapped one,
+ * whose name the wrapper hides; it is named by its route instead, as an anonymous one is.
+ */
+const WRAPPER = /^(async(Util)?Wrap(per)?|async(Handler|Middleware|Route|Fn)|catch(Async|Errors?)|wrap(ped|per|Async)?|tryCatch|handler|middleware)$/i;
+
+const nameOf = (layer: RouterLayer, fallback: string) => {
+  const name = layer.name?.replace(/^(bound )+/, '');
+  return name && name !== '<anonymous>' && !WRAPPER.test(name) ? name : fallback;
+};
 
 function describeOnce(layer: RouterLayer): Pick<Span, 'name' | 'kind'> {
   if (layer.route) {
