@@ -23,6 +23,7 @@ import { instrumentLoaded } from './instruments/index.js';
 import { instrumentNest } from './instruments/nestjs.js';
 import { instrumentWinston } from './instruments/winston-writes.js';
 import { ExplainRegistry } from './web/explain.js';
+import { appInfo } from './collectors/app-info.js';
 import { recordHttpCalls } from './instruments/http-client.js';
 import { recordPino } from './instruments/pino.js';
 
@@ -72,12 +73,18 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   findDrivers();
   exactCpuProfiles();
   const explainable = new ExplainRegistry();
+  let appDescribed = false;
   const record = recorder({
     debug,
     bodyLimit,
     linkHosts: options.linkHosts,
     nextToken: storage.shared ? sharedTokenSource(options.tokenLength, writer.taken, writer.slot) : tokenSource(options.tokenLength, writer.taken),
-    appSeen: findDrivers,
+    appSeen: (app) => {
+      findDrivers();
+      // The config panel describes the first app the profiler serves (an app it sees later is mounted in it, or called by it).
+      if (!appDescribed) writer.describeApp(appInfo(app, redactKeys));
+      appDescribed = true;
+    },
     done: (ctx) => {
       writer.push(capture(ctx, options.collectors, options, tellOwn));
       if (ctx.inside !== undefined) explainable.keep(ctx.token, ctx.inside.queries);

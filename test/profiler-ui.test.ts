@@ -10,6 +10,7 @@ const tokens: Record<string, string> = {};
 beforeAll(async () => {
   const profiler = webProfiler({ database: tempDb(), onError: () => {} });
   const e = express();
+  e.set('query parser', (q: string) => Object.fromEntries(new URLSearchParams(q)));
   e.use(profiler);
   e.use(express.json());
   e.get('/page', (req, res) => {
@@ -120,7 +121,8 @@ describe('one profile', () => {
       logs: ['This request logged nothing.'],
       performance: ['<svg class="timeline"', 'route POST /api/orders/:id', 'Time to first byte'],
       routing: ['/api/orders/:id', 'Matches: this route answered', 'Path does not match'],
-      config: [process.version, 'Debug mode'],
+      // The app: its package, its Express settings (the query parser among them, a function given by name).
+      config: [process.version, 'Debug mode', 'express-web-profiler 0.', 'Express settings', 'x-powered-by', 'query parser'],
     };
     for (const [panel, needles] of Object.entries(expectations)) {
       const res = await get(`/_profiler/${tokens.order}?panel=${panel}&type=request`);

@@ -1,3 +1,4 @@
+import type { AppInfo } from './app-info.js';
 import type { ResolvedOptions } from '../options.js';
 import type { RequestContext } from '../recording/context.js';
 import type { Snapshot } from '../recording/snapshot.js';
@@ -12,6 +13,8 @@ export interface PanelOptions {
   slowQuery: number;
   /** Host names besides loopback ones whose profile links are shown as links (the allowedHosts and linkHosts options). */
   knownHosts: string[];
+  /** The app, once its first request has been seen (see app-info.ts). */
+  app?: AppInfo;
 }
 
 /** What the profile pages need of any panel: its place in the menu and its badge. */

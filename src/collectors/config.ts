@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import type { AppInfo } from './app-info.js';
 import type { CorePanel } from './collector.js';
 
 export interface ConfigData {
@@ -11,6 +12,7 @@ export interface ConfigData {
   debug: boolean;
   platform: string;
   pid: number;
+  app?: AppInfo;
 }
 
 /** The version of the package `name` that the app resolves, or 'unknown'. */
@@ -32,11 +34,13 @@ function ownVersion(): string {
 }
 
 const cached = new Map<boolean, ConfigData>();
+const cachedWithApp = new WeakMap<AppInfo, Map<boolean, ConfigData>>();
 
 /** The same for every request of a process: worked out once, and the one object shared by every profile (frozen: its JSON is made once too). */
-function processConfig(debug: boolean): ConfigData {
-  let config = cached.get(debug);
-  if (!config) cached.set(debug, (config = Object.freeze({
+function processConfig(debug: boolean, app: AppInfo | undefined): ConfigData {
+  const cache = app === undefined ? cached : (cachedWithApp.get(app) ?? cachedWithApp.set(app, new Map()).get(app)!);
+  let config = cache.get(debug);
+  if (!config) cache.set(debug, (config = Object.freeze({
     node: process.version,
     express: versionOf('express', path.join(process.cwd(), 'index.js')),
     profiler: ownVersion(),
@@ -44,6 +48,7 @@ function processConfig(debug: boolean): ConfigData {
     platform: `${process.platform} ${process.arch}`,
     pid: process.pid,
     debug,
+    ...(app === undefined ? {} : { app }),
   })));
   return config;
 }
@@ -51,5 +56,5 @@ function processConfig(debug: boolean): ConfigData {
 export const config: CorePanel<ConfigData> = {
   id: 'config',
   title: 'Configuration',
-  collect: (_ctx, options) => processConfig(options.debug),
+  collect: (_ctx, options) => processConfig(options.debug, options.app),
 };

@@ -14,8 +14,8 @@ type Tracked = ServerResponse & { [kContext]?: RequestContext; req?: IncomingMes
 
 export interface RecorderDeps extends Omit<RecorderSettings, 'adopt'> {
   nextToken: () => string;
-  /** An app's first request: by now it has loaded its drivers. */
-  appSeen: () => void;
+  /** An app's first request: by now it has loaded its drivers and set its settings. */
+  appSeen: (app: unknown) => void;
 }
 
 /**
@@ -72,7 +72,7 @@ export function recorder(deps: RecorderDeps) {
     res.on('close', finish);
     if (req.app !== lastApp) {
       hookLayers(req.app);
-      appSeen();
+      appSeen(req.app);
       lastApp = req.app;
     }
     if (cpuRunning()) cpuNoteOther(ctx);

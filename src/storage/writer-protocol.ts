@@ -1,4 +1,5 @@
 import type { PanelOptions } from '../collectors/collector.js';
+import type { AppInfo } from '../collectors/app-info.js';
 import type { Captured } from '../recording/snapshot.js';
 import type { QueueOptions } from './queue.js';
 
@@ -9,6 +10,7 @@ export type WriterOptions = QueueOptions & PanelOptions;
 export type ToWriter =
   | { type: 'open'; id: number; options: WriterOptions; bits: SharedArrayBuffer; backlog: SharedArrayBuffer; slot: SharedArrayBuffer }
   | { type: 'profiles'; id: number; items: Captured[] }
+  | { type: 'app'; id: number; app: AppInfo }
   | { type: 'flush'; id: number; seq: number }
   | { type: 'close'; id: number; seq: number };
 

@@ -9,10 +9,12 @@ import { isPostgresUrl } from './location.js';
 import { WriteQueue } from './queue.js';
 import { SqliteSink } from './sink.js';
 import { TokenBitmap } from './token-bitmap.js';
-import { SIGNAL, type FromWriter, type ToWriter } from './writer-protocol.js';
+import { SIGNAL, type FromWriter, type ToWriter, type WriterOptions } from './writer-protocol.js';
 
 const { port, signal } = workerData as { port: MessagePort; signal: Int32Array };
 const queues = new Map<number, WriteQueue<Captured>>();
+/** Each profiler's panel options: the app's description joins them once its first request is seen. */
+const panelOptions = new Map<number, WriterOptions>();
 
 const send = (message: FromWriter) => port.postMessage(message);
 
@@ -45,6 +47,7 @@ function handle(msg: ToWriter): void {
       const tell = (message: string) => send({ type: 'notice', id: msg.id, message });
       const tellPanel = onceEach(tell);
       const { options } = msg;
+      panelOptions.set(msg.id, options);
       // What waits for this profiler, in bytes: added as its captures are handed over, taken back as they are stored or dropped.
       const backlog = new Int32Array(msg.backlog);
       const account = (bytes: number) => Atomics.add(backlog, 0, bytes);
@@ -62,6 +65,11 @@ function handle(msg: ToWriter): void {
     }
     case 'profiles':
       return queues.get(msg.id)?.push(msg.items);
+    case 'app': {
+      const options = panelOptions.get(msg.id);
+      if (options) options.app = msg.app;
+      return;
+    }
     case 'flush': {
       const queue = queues.get(msg.id);
       if (!queue) return reply(msg.seq, 0);
@@ -71,6 +79,7 @@ function handle(msg: ToWriter): void {
     case 'close': {
       const queue = queues.get(msg.id);
       queues.delete(msg.id);
+      panelOptions.delete(msg.id);
       void Promise.resolve(queue?.close()).then(() => reply(msg.seq, 0), (err) => failed(msg, err));
       return;
     }

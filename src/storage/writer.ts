@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
+import type { AppInfo } from '../collectors/app-info.js';
 import { sendable, type Captured } from '../recording/snapshot.js';
 import { TokenBitmap } from './token-bitmap.js';
 import { SIGNAL, type FromWriter, type ToWriter, type WriterOptions } from './writer-protocol.js';
@@ -27,7 +28,7 @@ const SCRIPT = __filename.endsWith('.ts')
   : path.join(__dirname, 'writer-thread.js');
 
 type Open = Extract<ToWriter, { type: 'open' }>;
-type Call = Exclude<ToWriter, { type: 'profiles' | 'open' }>;
+type Call = Exclude<ToWriter, { type: 'profiles' | 'open' | 'app' }>;
 type Unsent<T> = T extends unknown ? Omit<T, 'seq'> : never;
 
 /**
@@ -117,6 +118,11 @@ class WriterThread {
     this.profilers.set(open.id, { open, tell });
     if (this.port) this.port.postMessage(open);
     else this.start();
+  }
+
+  /** A message nobody waits for, if the thread runs; one that starts later has it in its open. */
+  tell(msg: ToWriter): void {
+    this.port?.postMessage(msg);
   }
 
   /** Returns false when the thread is not running (starting again after a failure, or stopped): the items are not recorded. */
@@ -228,9 +234,18 @@ export class ProfileWriter {
   private readonly thread = (thread ??= new WriterThread());
   private readonly handoffLater = () => this.handoff();
 
+  private readonly options: WriterOptions;
+
   /** Asks the thread to open the store, without waiting for it. */
   constructor(options: WriterOptions, private readonly tell: (message: string) => void) {
-    this.thread.open({ type: 'open', id: this.id, options, bits: this.taken.buffer, backlog: this.backlog.buffer as SharedArrayBuffer, slot: this.slot.buffer as SharedArrayBuffer }, tell);
+    this.options = { ...options };
+    this.thread.open({ type: 'open', id: this.id, options: this.options, bits: this.taken.buffer, backlog: this.backlog.buffer as SharedArrayBuffer, slot: this.slot.buffer as SharedArrayBuffer }, tell);
+  }
+
+  /** The app, for the config panel: kept in the options a restarted thread is opened with too. */
+  describeApp(app: AppInfo): void {
+    this.options.app = app;
+    this.thread.tell({ type: 'app', id: this.id, app });
   }
 
   /** The thread could not be started: requests are not recorded any more. */
