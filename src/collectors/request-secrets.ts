@@ -13,10 +13,19 @@ const MOST = 200;
  * equal to one of them is hidden too, whatever column it goes with (one the profiler cannot tell:
  * `INSERT INTO users VALUES (?, ?)`, `crypt(?, salt)`).
  */
+const made = new WeakMap<Snapshot, RequestSecrets>();
+
 export class RequestSecrets {
   private readonly values = new Set<string>();
 
+  /** One per snapshot: the db and performance panels both ask for them. */
   static of(s: Snapshot, keys: string[]): RequestSecrets {
+    let secrets = made.get(s);
+    if (secrets === undefined) made.set(s, (secrets = RequestSecrets.from(s, keys)));
+    return secrets;
+  }
+
+  private static from(s: Snapshot, keys: string[]): RequestSecrets {
     const secrets = new RequestSecrets();
     const { request, response } = s;
     secrets.addUnder(request.query, keys, false);
