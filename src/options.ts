@@ -122,7 +122,7 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
     throw new RangeError('webProfiler: instance must be a name of 1 to 200 characters');
   }
   for (const { id } of options.collectors ?? []) {
-    // A core panel's data is stored in its own packed shape (CorePanel.pack): an app's panel cannot take its place.
+    // A profile's panels are one set of ids: an app's panel cannot take a core panel's place.
     if (RESERVED_PANEL_IDS.has(id)) throw new RangeError(`webProfiler: a collector's id cannot be "${id}", which is a core panel's`);
   }
   return {

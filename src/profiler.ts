@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
-import { onceEach } from './collectors/build.js';
+import { onceEach } from './recording/collect.js';
 import { resolveOptions, type ProfilerOptions, type ResolvedOptions } from './options.js';
 import { contextOf, trackRequests } from './recording/context.js';
 import { isLoaded } from './recording/loaded.js';
@@ -10,7 +10,7 @@ import { kProfileCpu, recorder } from './recording/recorder.js';
 import { cpuAsked, exactCpuProfiles } from './recording/cpu.js';
 import { checkAccess } from './web/access.js';
 import { announcesKey, keyLink, madeAccessKey } from './web/access-key.js';
-import { capture } from './recording/snapshot.js';
+import { capture } from './recording/capture.js';
 import { errorHandler } from './errors/error-handler.js';
 import { notFound } from './errors/not-found.js';
 import { PROVISIONAL_LENGTH, sharedTokenSource, slotPrefix, tokenSource } from './recording/token.js';
@@ -23,7 +23,7 @@ import { instrumentLoaded } from './instruments/index.js';
 import { instrumentNest } from './instruments/nestjs.js';
 import { instrumentWinston } from './instruments/winston-writes.js';
 import { ExplainRegistry } from './web/explain.js';
-import { appInfo } from './collectors/app-info.js';
+import { appInfo } from './recording/app-info.js';
 import { recordHttpCalls } from './instruments/http-client.js';
 import { recordPino } from './instruments/pino.js';
 
@@ -54,9 +54,8 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   // The pages read through a connection of this thread's own; the writer thread tells any trouble.
   const database = storedAt(resolved.database);
   const options = withKey(resolved, database);
-  const { maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, slowQuery, schema, instance } = options;
-  const knownHosts = [...options.allowedHosts, ...options.linkHosts];
-  const writer = new ProfileWriter({ database, schema, instance, maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, slowQuery, knownHosts }, options.onError);
+  const { maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, schema, instance } = options;
+  const writer = new ProfileWriter({ database, schema, instance, maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys }, options.onError);
   const storage = pageStorage(database, schema, (token) => writer.taken.add(token));
   const tellOwn = onceEach(options.onError);
   captureConsole();

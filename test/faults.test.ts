@@ -9,6 +9,7 @@ import { webProfiler, type Profile } from '../src/index.js';
 import { WriteQueue } from '../src/storage/queue.js';
 import { SqliteSink } from '../src/storage/sink.js';
 import type { StoreHandle } from '../src/storage/store-handle.js';
+import { serialise } from '../src/storage/profile.js';
 import { TokenBitmap } from '../src/storage/token-bitmap.js';
 import { listen, readRows, tempDb, type Running } from './helpers.js';
 
@@ -120,7 +121,7 @@ describe('storage faults: the app keeps answering, the profiler says so once and
     const errors: string[] = [];
     const profile = (i: number): Profile => ({ token: (0xa00000 + i).toString(16), parent: null, ip: '127.0.0.1', method: 'GET', url: `http://localhost/${i}`, status: 200, time: Date.now(), duration: 1, type: 'request', collectors: { request: { pad: 'x'.repeat(2000) } } });
     let sink: SqliteSink | undefined;
-    const queue = new WriteQueue<Profile>({ database: db, schema: '', instance: 'test', maxProfiles: 1000, maxAge: 3_600_000, flushInterval: 10 }, (tell) => (sink = new SqliteSink(db, new TokenBitmap(), tell)), (p) => p, (m) => errors.push(m));
+    const queue = new WriteQueue<Profile>({ database: db, schema: '', instance: 'test', maxProfiles: 1000, maxAge: 3_600_000, flushInterval: 10 }, (tell) => (sink = new SqliteSink(db, new TokenBitmap(), tell)), serialise, (m) => errors.push(m));
     queue.push([profile(0)]);
     expect(await queue.flush()).toBe(1);
     const store = (sink as unknown as { handle: StoreHandle }).handle.get()!;

@@ -4,6 +4,9 @@ import type { AddressInfo, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { profileOf, READ_SQL } from '../src/storage/query.js';
+import { profileFrom } from '../src/collectors/build.js';
+import { corePanels, panelOptionsOf } from '../src/collectors/index.js';
+import { resolveOptions } from '../src/options.js';
 import { openDatabase } from '../src/storage/sqlite.js';
 
 export interface Running {
@@ -36,7 +39,8 @@ export function readRows(file: string): Array<{ token: string; method: string; u
   const db = openDatabase(file, { readonly: true });
   try {
     const rows = db.prepare(`SELECT p.id, ${READ_SQL.slice('SELECT '.length).replace(/WHERE p.token = \?$/, 'ORDER BY p.id')}`).all() as any[];
-    return rows.map(({ id, ...row }) => ({ id, ...profileOf(row) }));
+    const options = panelOptionsOf(resolveOptions({}));
+    return rows.map(({ id, ...row }) => ({ id, ...profileFrom(profileOf(row), corePanels, options, () => {}) }));
   } finally {
     db.close();
   }

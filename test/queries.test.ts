@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { instrument, span, webProfiler, type ProfilerOptions } from '../src/index.js';
 import { listen, tempDb, tempDir, type Running } from './helpers.js';
-import { redactStatement } from '../src/collectors/sql.js';
+import { redactStatement } from '../src/redaction/sql.js';
 import { resolveOptions } from '../src/options.js';
 
 const running: Running[] = [];

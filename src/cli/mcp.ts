@@ -2,8 +2,9 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createRequire } from 'node:module';
 import { z } from 'zod';
-import { bounded, setOwn } from '../collectors/plain.js';
-import { corePanels } from '../collectors/index.js';
+import { bounded, setOwn } from '../redaction/plain.js';
+import { corePanels, panelOptionsOf, readProfile } from '../collectors/index.js';
+import { resolveOptions } from '../options.js';
 import { isToken } from '../recording/token.js';
 import type { Profile, ProfileSummary } from '../storage/profile.js';
 import { openReader } from '../storage/open.js';
@@ -62,10 +63,13 @@ function topFrame(error: Any | undefined): string | undefined {
  * response, or at once when one of its pages asks: a token an agent read off a response a moment
  * ago is waited for, for up to about 1.5 s, before it is said to be missing.
  */
+/** What panels read of options: the environment's, as the app's process reads them. */
+const READING = panelOptionsOf(resolveOptions({ enabled: true }));
+
 async function readSoon(store: ProfileReader, token: string): Promise<Profile | undefined> {
   for (const pause of [0, 50, 100, 200, 400, 800]) {
     if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
-    const profile = await store.read(token);
+    const profile = await readProfile(store, token, READING);
     if (profile) return profile;
   }
   return undefined;
@@ -158,14 +162,14 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
     const wanted = limit ?? 10;
     if (!clientErrors) {
       const failed = await store.find({ limit: wanted, statusFrom: 500 });
-      const errors = (await Promise.all(failed.map((s) => store.read(s.token)))).filter((p): p is Profile => p !== undefined).map(headline);
+      const errors = (await Promise.all(failed.map((s) => readProfile(store, s.token, READING)))).filter((p): p is Profile => p !== undefined).map(headline);
       return answer({ count: errors.length, errors });
     }
     const errors: Record<string, unknown>[] = [];
     // Exceptions answered with a 2xx or 3xx are in the data, not the columns: the latest few hundred are read.
     for (const summary of await store.find({ limit: 300 })) {
       if (errors.length >= wanted) break;
-      const profile = await store.read(summary.token);
+      const profile = await readProfile(store, summary.token, READING);
       if (profile && (profile.status >= 400 || profile.collectors.exception !== undefined)) errors.push(headline(profile));
     }
     return answer({ count: errors.length, errors });

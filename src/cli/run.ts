@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { panelOptionsOf, readProfile } from '../collectors/index.js';
+import { resolveOptions } from '../options.js';
 import { isToken } from '../recording/token.js';
 import { withoutPassword } from '../storage/location.js';
 import { openReader } from '../storage/open.js';
@@ -120,7 +122,7 @@ async function runCommand(store: ProfileReader, command: string, arg: string | u
         io.err('show takes a token: 6 to 32 lowercase hex characters');
         return 2;
       }
-      const profile = await store.read(arg);
+      const profile = await readProfile(store, arg, panelOptionsOf(resolveOptions({ enabled: true })));
       if (!profile) {
         io.err(`no profile for token ${arg}`);
         return 1;

@@ -1,61 +1,35 @@
-import type { Snapshot } from '../recording/snapshot.js';
-import type { Profile } from '../storage/profile.js';
-import type { CorePanel, PanelInfo, PanelOptions } from './collector.js';
-import { redactUrl } from './redact.js';
+import type { Profile, StoredRead } from '../storage/profile.js';
+import { collectEach } from '../recording/collect.js';
+import type { CorePanel, PanelOptions } from './collector.js';
+import { snapshotOf } from './snapshot.js';
+import { unpackPanels } from './stored.js';
+import { CONFIG_APART } from '../storage/profile.js';
 
 /**
- * Turn a snapshot into a Profile: the core panels built here, the app's own panels as they were
- * collected. A panel that throws costs its own data only: `tell` hears of it, and the profile
- * notes it.
+ * A stored profile as the pages show it: every core panel derived from its record, the app's own
+ * panels as they were collected. A panel that throws costs its own data only: `tell` hears of it,
+ * and the profile notes it, as it notes the parts that could not be stored. Rows from before
+ * records hold their panels already.
  */
-export function buildProfile(s: Snapshot, panels: CorePanel[], options: PanelOptions, tell: (message: string) => void): Profile {
-  const profile: Profile = {
-    token: s.token,
-    parent: s.parent,
-    ip: s.ip,
-    method: s.request.method,
-    url: redactUrl(s.url, options.redactKeys, s.params),
-    status: s.response.status,
-    time: s.time,
-    duration: Math.round(s.duration * 1000) / 1000,
-    type: 'request',
-    collectors: {},
-  };
+export function profileFrom(stored: StoredRead, panels: CorePanel[], options: PanelOptions, tell: (message: string) => void): Profile {
+  const { body, config, ...summary } = stored;
+  if (!('record' in body)) return readPanels(stored);
+  const { record } = body;
+  const s = snapshotOf(record, summary, config, options.redactKeys);
+  const profile: Profile = { ...summary, collectors: {} };
   const failed = collectEach(panels, (panel) => panel.collect(s, options), profile.collectors, tell);
   // The raw CPU profile goes beside its panel, for the .cpuprofile download: the panel's JSON stays small.
   if (s.cpu?.profile !== undefined) profile.collectors.cpuprofile = s.cpu.profile;
   Object.assign(profile.collectors, s.extra);
-  if (failed || s.extraErrors) profile.collectorErrors = { ...failed, ...s.extraErrors };
+  if (failed || s.extraErrors || record.failed) profile.collectorErrors = { ...record.failed, ...failed, ...s.extraErrors };
   return profile;
 }
 
-/** Each panel's data into `into`. One that throws is told, and returned with its message: it costs its own data only. */
-export function collectEach<P extends PanelInfo>(
-  panels: P[],
-  collect: (panel: P) => unknown,
-  into: Record<string, unknown>,
-  tell: (message: string) => void,
-): Record<string, string> | undefined {
-  let failed: Record<string, string> | undefined;
-  for (const panel of panels) {
-    try {
-      const data = collect(panel);
-      if (data !== undefined) into[panel.id] = data;
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      tell(`collector "${panel.id}" failed: ${message}`);
-      (failed ??= {})[panel.id] = message;
-    }
-  }
-  return failed;
-}
-
-/** A panel that fails fails on every request alike: each distinct message is told once. */
-export function onceEach(tell: (message: string) => void): (message: string) => void {
-  const told = new Set<string>();
-  return (message) => {
-    if (told.has(message)) return;
-    told.add(message);
-    tell(message);
-  };
+/** A row from before records: its panels packed (see CorePanel.pack), or as they were. */
+function readPanels(stored: StoredRead): Profile {
+  const { body, config, ...summary } = stored;
+  const given = body as { panels?: Record<string, unknown>; collectors?: Record<string, unknown>; collectorErrors?: Record<string, string> };
+  const collectors = given.panels === undefined ? (given.collectors ?? {}) : unpackPanels(given.panels, given.collectors, summary);
+  if (collectors.config === CONFIG_APART) collectors.config = config;
+  return { ...summary, collectors, ...(given.collectorErrors ? { collectorErrors: given.collectorErrors } : {}) };
 }

@@ -1,9 +1,8 @@
-import type { CapturedQuery, ErrorSummary } from '../recording/inside-capture.js';
+import type { ErrorSummary } from '../recording/inside-capture.js';
+import type { RecordedQuery } from '../redaction/record.js';
 import type { CorePanel } from './collector.js';
 import { duration, layerAt } from './inside-layers.js';
-import { redactText } from './redact.js';
-import { RequestSecrets } from './request-secrets.js';
-import { redactStatement, runnableSql } from './sql.js';
+import { runnableSql } from '../redaction/sql.js';
 
 export interface QueryData {
   /** Its number in the request, from 0: the EXPLAIN link's. */
@@ -61,6 +60,7 @@ export interface DbData {
 export const N_PLUS_ONE = 5;
 
 const SELECT = /^\s*(select|with)\b/i;
+const NONE_HIDDEN = { indexes: [], names: [] };
 
 /**
  * The request's database statements: each redacted (literals and parameters of secret-looking
@@ -73,16 +73,13 @@ export const db: CorePanel<DbData> = {
   collect(s, options) {
     const inside = s.inside;
     if (inside === undefined || inside.queryCount === 0) return undefined;
-    const keys = options.redactKeys;
-    const secrets = RequestSecrets.of(s, keys);
     const groups = new Map<string, QueryGroup & { index: number; seen: Map<string, number>; byCaller: Map<string, number> }>();
-    const queries = inside.queries.map((q: CapturedQuery, n): QueryData => {
-      const statement = redactStatement(q.sql, q.params, keys, secrets);
+    const queries = inside.queries.map((q: RecordedQuery, n): QueryData => {
       const took = duration(q.start, q.end);
-      let group = groups.get(statement.sql);
+      let group = groups.get(q.sql);
       if (group === undefined) {
-        group = { index: groups.size, sql: statement.sql, count: 0, time: 0, duplicates: 0, nPlusOne: false, callers: [], seen: new Map(), byCaller: new Map() };
-        groups.set(statement.sql, group);
+        group = { index: groups.size, sql: q.sql, count: 0, time: 0, duplicates: 0, nPlusOne: false, callers: [], seen: new Map(), byCaller: new Map() };
+        groups.set(q.sql, group);
       }
       group.count++;
       group.time += took;
@@ -95,9 +92,9 @@ export const db: CorePanel<DbData> = {
       const data: QueryData = {
         n,
         driver: q.driver,
-        sql: statement.sql,
-        params: statement.params,
-        runnable: runnableSql(statement.sql, statement.params, statement.hidden),
+        sql: q.sql,
+        params: q.params,
+        runnable: runnableSql(q.sql, q.params, q.hidden ?? NONE_HIDDEN),
         start: q.start,
         duration: took,
         slow: took >= options.slowQuery,
@@ -108,7 +105,7 @@ export const db: CorePanel<DbData> = {
       };
       if (q.wait !== undefined) data.wait = q.wait;
       if (q.rows !== undefined) data.rows = q.rows;
-      if (q.error !== undefined) data.error = { ...q.error, message: redactText(q.error.message, keys) };
+      if (q.error !== undefined) data.error = q.error;
       if (q.caller !== undefined) data.caller = q.caller;
       if (q.callerFrom !== undefined) data.callerFrom = q.callerFrom;
       const layer = layerAt(s.spans, q.start);

@@ -1,8 +1,9 @@
+import { typeOf, type BodyData } from '../redaction/body.js';
 import type { ProfileSummary } from '../storage/profile.js';
 
 /**
- * What a panel's data repeats of the profile's summary, for pack() and unpack() (see CorePanel).
- * A field is left out only when what these give back is the same value.
+ * What a panel's data repeated of the profile's summary in rows from before records: what unpack()
+ * puts back (see CorePanel.unpack).
  */
 
 /** The path and query of the summary's URL (scheme://host/path?query): what the request panel shows as its URL. */
@@ -30,44 +31,25 @@ export function hostOf(summary: ProfileSummary): string {
 /** The profile's own link, as X-Debug-Token-Link gave it. */
 export const linkOf = (summary: ProfileSummary): string => `${originOf(summary)}/_profiler/${summary.token}`;
 
-/** An object with no keys, which the panels show for "none": left out, and put back as {}. */
-export function isEmpty(value: unknown): boolean {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  for (const key in value) if (Object.hasOwn(value, key)) return false;
-  return true;
-}
-
-/** Put back what pack() left out of a field that is {} when there is none. */
+/** Put back a field that was left out when it was {}. */
 export const orEmpty = (value: unknown): unknown => (value === undefined ? {} : value);
 
-/** In stored headers: "the value the summary gives" (headers are packed only where no value is the number 0). */
+/** In stored headers: "the value the summary gives". */
 const DERIVED = 0;
 
 export type DerivedHeaders = [name: string, derive: (summary: ProfileSummary) => string][];
-
-/** The usual values of `derived` marked DERIVED, in place: their order is what the panel shows. */
-export function packHeaders(headers: Record<string, unknown>, derived: DerivedHeaders, summary: ProfileSummary): void {
-  for (const [name] of derived) if (headers[name] === DERIVED) return;
-  for (const [name, derive] of derived) {
-    const value = headers[name];
-    if (typeof value === 'string' && value === derive(summary)) headers[name] = DERIVED;
-  }
-}
 
 export function unpackHeaders(headers: Record<string, unknown>, derived: DerivedHeaders, summary: ProfileSummary): Record<string, unknown> {
   for (const [name, derive] of derived) if (headers[name] === DERIVED) headers[name] = derive(summary);
   return headers;
 }
 
-let dateSecond = NaN;
-let dateText = '';
+/** A body as rows of panels stored it: its content type when the headers' is another (null for none), `truncated` only when true. */
+export type StoredBody = Omit<BodyData, 'contentType' | 'truncated'> & { contentType?: string | null; truncated?: true };
 
-/** The Date header of a response sent in the second `time` falls in (one string a second, not one a profile). */
-export function httpDate(time: number): string {
-  const second = Math.floor(time / 1000);
-  if (second !== dateSecond) {
-    dateSecond = second;
-    dateText = new Date(second * 1000).toUTCString();
-  }
-  return dateText;
+export function unpackBody(stored: StoredBody, headers: Record<string, unknown>): BodyData {
+  const { size, contentType, kind, encoding, json, text, truncated } = stored;
+  const body: BodyData = { size, contentType: contentType === undefined ? typeOf(headers) : (contentType ?? undefined), kind, json, text, truncated: truncated ?? false };
+  if (encoding !== undefined) body.encoding = encoding;
+  return body;
 }

@@ -2,7 +2,6 @@ import type { CapturedCall, ErrorSummary } from '../recording/inside-capture.js'
 import { isToken, profileLink } from '../recording/token.js';
 import type { CorePanel } from './collector.js';
 import { duration, layerAt } from './inside-layers.js';
-import { redactHeaders, redactText, redactUrl } from './redact.js';
 import { isLoopbackHost } from '../web/access.js';
 
 export interface CallData {
@@ -44,7 +43,6 @@ export const httpClient: CorePanel<HttpClientData> = {
   collect(s, options) {
     const inside = s.inside;
     if (inside === undefined || inside.callCount === 0) return undefined;
-    const keys = options.redactKeys;
     let time = 0;
     const requests = inside.calls.map((c: CapturedCall): CallData => {
       const took = duration(c.start, c.end);
@@ -54,14 +52,14 @@ export const httpClient: CorePanel<HttpClientData> = {
       const call: CallData = {
         api: c.api,
         method: c.method,
-        url: redactUrl(c.url, keys),
+        url: c.url,
         start: c.start,
         duration: took,
-        requestHeaders: redactHeaders((c.requestHeaders ?? {}) as Record<string, unknown>, keys),
-        responseHeaders: redactHeaders(responseHeaders, keys),
+        requestHeaders: (c.requestHeaders ?? {}) as Record<string, unknown>,
+        responseHeaders,
       };
       if (c.status !== undefined) call.status = c.status;
-      if (c.error !== undefined) call.error = { ...c.error, message: redactText(c.error.message, keys) };
+      if (c.error !== undefined) call.error = c.error;
       if (c.requestSize !== undefined) call.requestSize = c.requestSize;
       if (c.responseSize !== undefined) call.responseSize = c.responseSize;
       if (c.caller !== undefined) call.caller = c.caller;

@@ -1,4 +1,8 @@
-import type { CorePanel } from './collector.js';
+import type { ResolvedOptions } from '../options.js';
+import type { Profile } from '../storage/profile.js';
+import type { ProfileReader } from '../storage/reader.js';
+import { profileFrom } from './build.js';
+import type { CorePanel, PanelOptions } from './collector.js';
 import { config } from './config.js';
 import { cpu } from './cpu.js';
 import { db } from './db.js';
@@ -14,3 +18,18 @@ import { routing } from './routing.js';
 export const corePanels: CorePanel[] = [request, response, exception, logs, performance, db, httpClient, cpu, routing, config] as CorePanel[];
 
 export type { Collector, CorePanel, PanelInfo, PanelOptions } from './collector.js';
+
+/** What the panels read of a profiler's options: the pages', or (the CLI, the MCP server) the environment's. */
+export const panelOptionsOf = (o: ResolvedOptions): PanelOptions => ({
+  debug: o.debug,
+  bodyLimit: o.bodyLimit,
+  redactKeys: o.redactKeys,
+  slowQuery: o.slowQuery,
+  knownHosts: [...o.allowedHosts, ...o.linkHosts],
+});
+
+/** A stored profile as the pages, the CLI and the MCP server show it: its panels derived from what was stored. */
+export async function readProfile(reader: ProfileReader, token: string, options: PanelOptions, tell: (message: string) => void = () => {}): Promise<Profile | undefined> {
+  const stored = await reader.read(token);
+  return stored && profileFrom(stored, corePanels, options, tell);
+}

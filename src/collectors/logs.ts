@@ -1,8 +1,7 @@
 import type { LogChannel, LogLine, LogLevel } from '../recording/context.js';
 import { MAX_LOG_LINES } from '../recording/logger.js';
 import type { CorePanel } from './collector.js';
-import { plain } from './plain.js';
-import { redactText, redactValue } from './redact.js';
+import { redactedLine } from '../redaction/log-line.js';
 
 export interface LogsData {
   lines: LogLine[];
@@ -22,12 +21,7 @@ export interface LogsData {
  * a logger wrote as JSON (pino) are read here.
  */
 export function logsData(lines: LogLine[], redactKeys: string[], dropped = 0): LogsData {
-  const shown = lines.map((given) => {
-    const line = given.raw === undefined ? given : readRaw(given);
-    const message = redactText(line.message, redactKeys);
-    return line.context === undefined ? { ...line, message } : { ...line, message, context: redactValue(plain(line.context), redactKeys) };
-  });
-  return counted(shown, dropped);
+  return counted(lines.map((line) => redactedLine(line, redactKeys)), dropped);
 }
 
 /** The lines with their counts: all the panel stores is the lines (and how many were dropped), the rest is counted again on reading. */
@@ -41,41 +35,10 @@ function counted(lines: LogLine[], dropped: number): LogsData {
   return { lines, counts, channels, capped: dropped > 0 || lines.length >= MAX_LOG_LINES, dropped };
 }
 
-/** What pino writes beside the message and bindings: the panel has these already, or has no use for them. */
-const PINO_OWN = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'message', 'name', 'v']);
-
-/** A JSON line (pino's): its message, its logger's name, and the rest (merged object and bindings) as context. */
-function readRaw(line: LogLine): LogLine {
-  const { raw, ...rest } = line;
-  try {
-    const parsed = JSON.parse(raw!) as Record<string, unknown>;
-    const context: Record<string, unknown> = {};
-    let fields = 0;
-    for (const key of Object.keys(parsed)) {
-      if (PINO_OWN.has(key)) continue;
-      context[key] = parsed[key];
-      fields++;
-    }
-    const read: LogLine = { ...rest, message: String(parsed.msg ?? parsed.message ?? '') };
-    if (typeof parsed.name === 'string') read.logger = parsed.name;
-    if (fields > 0) read.context = context;
-    return read;
-  } catch {
-    return { ...rest, message: raw!.trimEnd() };
-  }
-}
-
 export const logs: CorePanel<LogsData> = {
   id: 'logs',
   title: 'Logs',
-  collect: (s, options) => logsData(s.logs, options.redactKeys, s.logsDropped),
-  pack(d) {
-    if (!Array.isArray(d.lines)) throw new TypeError('no lines');
-    const stored = d as unknown as Record<string, unknown>;
-    stored.counts = stored.channels = stored.capped = undefined;
-    if (d.dropped === 0) stored.dropped = undefined;
-    return d;
-  },
+  collect: (s) => counted(s.logs, s.logsDropped),
   unpack: (s: { lines: LogLine[]; dropped?: number }) => counted(s.lines, s.dropped ?? 0),
   badge: (data) => data.lines.length || undefined,
 };

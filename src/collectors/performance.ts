@@ -1,9 +1,6 @@
 import type { Span } from '../recording/context.js';
-import type { Snapshot } from '../recording/snapshot.js';
+import type { Snapshot } from './snapshot.js';
 import type { CorePanel } from './collector.js';
-import { redactText } from './redact.js';
-import { RequestSecrets } from './request-secrets.js';
-import { redactStatement } from './sql.js';
 
 /** A row of the timeline: a router layer, or what ran inside one (a query, an HTTP call, a span of the app's). */
 export interface TimelineItem {
@@ -37,16 +34,13 @@ const short = (name: string) => (name.length > MAX_NAME ? `${name.slice(0, MAX_N
  * Layers in the order they ran, each followed by what started while it ran, in start order;
  * what ran inside an app's span sits one level deeper than the span.
  */
-function timelineOf(s: Snapshot, keys: string[]): TimelineItem[] | undefined {
+function timelineOf(s: Snapshot): TimelineItem[] | undefined {
   const inner: TimelineItem[] = [];
   const inside = s.inside;
   if (inside === undefined) return undefined;
-  {
-    const secrets = inside.queries.length > 0 ? RequestSecrets.of(s, keys) : undefined;
-    for (const q of inside.queries) inner.push({ name: short(redactStatement(q.sql, undefined, keys, secrets).sql.replace(/\s+/g, ' ').trim()), kind: 'query', start: q.start, end: q.end, depth: 1, ...(q.error ? { error: true } : {}) });
-    for (const c of inside.calls) inner.push({ name: short(`${c.method} ${redactText(c.url, keys)}`), kind: 'http', start: c.start, end: c.end, depth: 1, ...(c.error || (c.status ?? 0) >= 500 ? { error: true } : {}) });
-    for (const m of inside.marks) inner.push({ name: short(m.name), kind: 'span', start: m.start, end: m.end, depth: 1, ...(m.error ? { error: true } : {}) });
-  }
+  for (const q of inside.queries) inner.push({ name: short(q.sql.replace(/\s+/g, ' ').trim()), kind: 'query', start: q.start, end: q.end, depth: 1, ...(q.error ? { error: true } : {}) });
+  for (const c of inside.calls) inner.push({ name: short(`${c.method} ${c.url}`), kind: 'http', start: c.start, end: c.end, depth: 1, ...(c.error || (c.status ?? 0) >= 500 ? { error: true } : {}) });
+  for (const m of inside.marks) inner.push({ name: short(m.name), kind: 'span', start: m.start, end: m.end, depth: 1, ...(m.error ? { error: true } : {}) });
   inner.sort((a, b) => a.start - b.start || b.end - a.end);
   const open: TimelineItem[] = [];
   for (const item of inner) {
@@ -68,15 +62,11 @@ function timelineOf(s: Snapshot, keys: string[]): TimelineItem[] | undefined {
 export const performance: CorePanel<PerformanceData> = {
   id: 'performance',
   title: 'Performance',
-  collect(s, options) {
+  collect(s) {
     const data: PerformanceData = { total: round(s.duration), ttfb: round(s.ttfb), rss: s.rss, spans: s.spans };
-    const timeline = timelineOf(s, options.redactKeys);
+    const timeline = timelineOf(s);
     if (timeline !== undefined) data.timeline = timeline;
     return data;
-  },
-  pack(d, summary) {
-    if (d.total === summary.duration) (d as { total?: number }).total = undefined;
-    return d;
   },
   unpack: (s: Omit<PerformanceData, 'total'> & { total?: number }, summary) => ({ total: s.total ?? summary.duration, ...s }) as PerformanceData,
   badge: (data) => `${Math.round(data.total)} ms`,

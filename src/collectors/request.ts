@@ -1,7 +1,7 @@
 import type { CorePanel } from './collector.js';
-import { cookieNames, redactHeaders, redactQuery, redactUrl, redactValue } from './redact.js';
-import { hostOf, isEmpty, orEmpty, packHeaders, pathOf, unpackHeaders, type DerivedHeaders } from './derive.js';
-import { describeBytes, describeParsed, packBody, typeOf, unpackBody, type BodyData, type StoredBody } from './body.js';
+import { cookieNames } from '../redaction/redact.js';
+import { hostOf, orEmpty, pathOf, unpackHeaders, type DerivedHeaders, unpackBody, type StoredBody } from './derive.js';
+import type { BodyData } from '../redaction/body.js';
 
 export interface RequestData {
   method: string;
@@ -25,39 +25,20 @@ const derivedHeaders: DerivedHeaders = [['host', hostOf]];
 export const request: CorePanel<RequestData> = {
   id: 'request',
   title: 'Request',
-  collect(s, options) {
+  collect(s) {
     const r = s.request;
-    const keys = options.redactKeys;
-    const contentType = typeOf(r.headers);
     const cookie = r.headers.cookie;
     return {
       method: r.method,
-      url: redactUrl(r.url, keys, s.params),
+      url: r.url,
       httpVersion: r.httpVersion,
-      query: redactQuery(r.query, keys),
-      body: r.rawBody
-        ? describeBytes(r.rawBody, contentType ?? 'text/plain', options.bodyLimit, keys)
-        : describeParsed(r.body, r.bodyCut === true, Number(r.headers['content-length']), contentType, options.bodyLimit, keys),
-      params: redactValue(s.params, keys),
-      headers: redactHeaders(r.headers, keys),
+      query: r.query,
+      body: r.body,
+      params: s.params,
+      headers: r.headers,
       cookies: cookieNames(cookie === undefined ? undefined : Array.isArray(cookie) ? cookie.join('; ') : String(cookie)),
-      server: { remoteAddress: r.remoteAddress, secure: r.secure, pid: process.pid },
+      server: { remoteAddress: r.remoteAddress, secure: r.secure, pid: s.pid },
     };
-  },
-  pack(d, summary) {
-    const { server, headers, body } = d;
-    const given = typeOf(headers);
-    const sameAddress = server.remoteAddress === summary.ip;
-    packHeaders(headers, derivedHeaders, summary);
-    if (body !== undefined) packBody(body, given);
-    const stored = d as unknown as Record<string, unknown>;
-    if (d.method === summary.method) stored.method = undefined;
-    if (d.url === pathOf(summary)) stored.url = undefined;
-    if (d.httpVersion === '1.1') stored.httpVersion = undefined;
-    for (const key of ['query', 'params', 'cookies'] as const) if (isEmpty(d[key])) stored[key] = undefined;
-    (server as { remoteAddress?: string | null }).remoteAddress = sameAddress ? undefined : (server.remoteAddress ?? null);
-    (server as { secure?: boolean }).secure = server.secure || undefined;
-    return d;
   },
   unpack(s: Partial<Omit<RequestData, 'body' | 'server'>> & Pick<RequestData, 'headers'> & { body?: StoredBody; server: { remoteAddress?: string | null; secure?: true; pid: number } }, summary) {
     const headers = unpackHeaders(s.headers, derivedHeaders, summary);

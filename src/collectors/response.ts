@@ -1,8 +1,8 @@
 import { STATUS_CODES } from 'node:http';
 import type { CorePanel } from './collector.js';
-import { describeBytes, packBody, typeOf, unpackBody, type BodyData, type StoredBody } from './body.js';
-import { httpDate, linkOf, packHeaders, unpackHeaders, type DerivedHeaders } from './derive.js';
-import { redactHeaders } from './redact.js';
+import type { BodyData } from '../redaction/body.js';
+import { httpDate } from '../redaction/record.js';
+import { linkOf, unpackHeaders, type DerivedHeaders, unpackBody, type StoredBody } from './derive.js';
 
 export interface ResponseData {
   status: number;
@@ -15,26 +15,9 @@ export interface ResponseData {
 export const response: CorePanel<ResponseData> = {
   id: 'response',
   title: 'Response',
-  collect(s, options) {
+  collect(s) {
     const r = s.response;
-    return {
-      status: r.status,
-      statusMessage: r.statusMessage,
-      headers: redactHeaders(r.headers, options.redactKeys),
-      body: describeBytes(r.body, typeOf(r.headers), options.bodyLimit, options.redactKeys, r.headers['content-encoding']),
-      aborted: s.aborted,
-    };
-  },
-  pack(d, summary) {
-    const given = typeOf(d.headers);
-    const sameMessage = d.statusMessage === STATUS_CODES[d.status];
-    packHeaders(d.headers, derivedHeaders, summary);
-    packBody(d.body, given);
-    const stored = d as unknown as Record<string, unknown>;
-    stored.statusMessage = sameMessage ? undefined : (d.statusMessage ?? null);
-    if (d.status === summary.status) stored.status = undefined;
-    if (!d.aborted) stored.aborted = undefined;
-    return d;
+    return { status: r.status, statusMessage: r.statusMessage, headers: r.headers, body: r.body, aborted: s.aborted };
   },
   unpack(s: Omit<ResponseData, 'status' | 'statusMessage' | 'aborted' | 'body'> & { status?: number; statusMessage?: string | null; aborted?: true; body: StoredBody }, summary) {
     const status = s.status ?? summary.status;

@@ -1,6 +1,5 @@
 import type { CorePanel } from './collector.js';
-import { redactUrl, redactValue } from './redact.js';
-import { isEmpty, orEmpty, pagePathOf } from './derive.js';
+import { orEmpty, pagePathOf } from './derive.js';
 
 export interface RoutingData {
   method: string;
@@ -13,19 +12,12 @@ export interface RoutingData {
 export const routing: CorePanel<RoutingData> = {
   id: 'routing',
   title: 'Routing',
-  collect: (s, options) => ({
+  collect: (s) => ({
     method: s.request.method,
-    path: redactUrl(s.request.url.split('?')[0], options.redactKeys, s.params),
+    path: s.request.url.split('?')[0],
     route: s.route,
-    params: redactValue(s.params, options.redactKeys),
+    params: s.params,
   }),
-  pack(d, summary) {
-    const stored = d as unknown as Record<string, unknown>;
-    if (d.method === summary.method) stored.method = undefined;
-    if (d.path === pagePathOf(summary)) stored.path = undefined;
-    if (isEmpty(d.params)) stored.params = undefined;
-    return d;
-  },
   unpack: (s: Partial<RoutingData>, summary) => ({
     method: s.method ?? summary.method,
     path: s.path ?? pagePathOf(summary),

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { inspect } from 'node:util';
 import { parse } from 'stacktrace-parser';
-import { redactText } from '../collectors/redact.js';
+import { redactText } from '../redaction/redact.js';
 import { excerptOf, isExcerptable, mapToSource, toPath, type Excerpt } from './sources.js';
 
 export type { Excerpt } from './sources.js';

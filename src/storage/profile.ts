@@ -1,4 +1,4 @@
-import { packPanels } from '../collectors/stored.js';
+import type { ProfileRecord } from '../redaction/record.js';
 
 /** The columns of a stored profile that search and lists read, without the panel data. */
 export interface ProfileSummary {
@@ -26,10 +26,10 @@ export interface Profile extends ProfileSummary {
 }
 
 /**
- * A profile ready for storage: its summary columns, its panels as JSON (`panels`: packed, see
- * CorePanel.pack; `collectors` in rows from before packing), and the config panel apart: the same
- * for every request of a process, it is stored once (the configs table) and CONFIG_APART holds
- * its place among the panels.
+ * A profile ready for storage: its summary columns, its data as JSON, and the process's config
+ * apart (the same for every request of a process, it is stored once: the configs table). The
+ * data is a record (see redaction/record.ts); rows from before records hold panels (packed, see
+ * collectors/stored.ts) or a profile's collectors as they were.
  */
 export interface StoredProfile {
   summary: ProfileSummary;
@@ -37,12 +37,24 @@ export interface StoredProfile {
   config?: string;
 }
 
+/** A stored row as storage gives it back: the summary, the data in whichever form it was stored, and the config. */
+export interface StoredRead extends ProfileSummary {
+  body: StoredBody;
+  config?: unknown;
+}
+
+export type StoredBody =
+  | { record: ProfileRecord }
+  | { panels: Record<string, unknown>; collectors?: Record<string, unknown>; collectorErrors?: Record<string, string> }
+  | { collectors?: Record<string, unknown>; collectorErrors?: Record<string, string> };
+
+/** Where the config panel's data is in rows of panels: in its place among them, stored apart. */
 export const CONFIG_APART = 0;
 
 let lastConfig: unknown;
 let lastConfigJson = '';
 
-/** The config panel is one frozen object per process (see collectors/config.ts): serialised once. */
+/** The config is one frozen object per process (see recording/process-config.ts): serialised once. */
 function configJson(config: unknown): string {
   if (config === lastConfig) return lastConfigJson;
   const json = JSON.stringify(config);
@@ -51,34 +63,32 @@ function configJson(config: unknown): string {
 }
 
 /**
- * Serialise one profile alone, packing its panels in place (see CorePanel.pack): the profile is
- * the caller's to drop. A panel that cannot be serialised (a BigInt, a cycle, a getter that
- * throws, in an app's own panel) is replaced by a note of why: it costs its own data only, never
- * the profile, and never the batch it is written with.
+ * A record as stored. The app's own panels are what may not serialise (a BigInt, a cycle, a
+ * getter that throws): one that cannot is replaced by a note of why, and costs its own data only,
+ * never the profile, nor the batch it is written with.
  */
+export function serialiseRecord(summary: ProfileSummary, record: ProfileRecord, config: unknown): StoredProfile {
+  const stored: StoredProfile = { summary, data: '', config: config === undefined ? undefined : configJson(config) };
+  try {
+    stored.data = JSON.stringify({ record });
+  } catch {
+    const extra: Record<string, unknown> = {};
+    const errors: Record<string, string> = { ...record.extraErrors };
+    for (const [id, data] of Object.entries(record.extra ?? {})) {
+      try {
+        JSON.stringify(data);
+        extra[id] = data;
+      } catch (err) {
+        errors[id] = `its data could not be stored: ${(err as Error)?.message ?? err}`;
+      }
+    }
+    stored.data = JSON.stringify({ record: { ...record, extra, extraErrors: errors } });
+  }
+  return stored;
+}
+
+/** A whole profile as stored by hand (tests, tools): its panels as they are, with no record to derive them from. */
 export function serialise(profile: Profile): StoredProfile {
   const { collectors, collectorErrors, ...summary } = profile;
-  const config = collectors.config === undefined ? undefined : configJson(collectors.config);
-  const { panels, asIs } = packPanels(collectors, summary);
-  if (config !== undefined) panels.config = CONFIG_APART;
-  // `collectors` holds what could not be packed, as it is (see profileOf).
-  try {
-    return { summary, data: JSON.stringify({ panels, collectors: asIs, collectorErrors }), config };
-  } catch {
-    const errors: Record<string, string> = { ...collectorErrors };
-    const storable = (given: Record<string, unknown> | undefined) => {
-      if (given === undefined) return undefined;
-      const kept: Record<string, unknown> = {};
-      for (const [id, data] of Object.entries(given)) {
-        try {
-          JSON.stringify(data);
-          kept[id] = data;
-        } catch (err) {
-          errors[id] = `its data could not be stored: ${(err as Error)?.message ?? err}`;
-        }
-      }
-      return kept;
-    };
-    return { summary, data: JSON.stringify({ panels: storable(panels), collectors: storable(asIs), collectorErrors: errors }), config };
-  }
+  return { summary, data: JSON.stringify({ collectors, collectorErrors }) };
 }

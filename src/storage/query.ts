@@ -1,6 +1,5 @@
 import { decode } from './codec.js';
-import { unpackPanels } from '../collectors/stored.js';
-import { CONFIG_APART, type Profile, type ProfileSummary } from './profile.js';
+import type { ProfileSummary, StoredBody, StoredRead } from './profile.js';
 
 export interface SearchFilter {
   ip?: string;
@@ -89,12 +88,9 @@ export const READ_SQL = `SELECT ${SUMMARY_COLUMNS.replace(/(\w+)/g, 'p.$1')}, d.
  */
 export const PRUNE_CONFIGS_SQL = 'DELETE FROM configs WHERE used < (SELECT min(time) FROM profiles) - 86400000';
 
-/** A stored row (summary columns, encoded panel data, the config apart) as the Profile it was. */
-export function profileOf(row: ProfileSummary & { encoding: number | null; data: Buffer | string | null; config: string | null }): Profile {
+/** A stored row (summary columns, encoded data, the config apart) as storage gives it back: see StoredRead. */
+export function profileOf(row: ProfileSummary & { encoding: number | null; data: Buffer | string | null; config: string | null }): StoredRead {
   const { encoding, data, config, ...summary } = row;
-  const body = data == null ? { collectors: {} } : (JSON.parse(decode(encoding!, data)) as Partial<Pick<Profile, 'collectors' | 'collectorErrors'>> & { panels?: Record<string, unknown> });
-  const collectors = body.panels === undefined ? (body.collectors ?? {}) : unpackPanels(body.panels, body.collectors, summary);
-  // In its place among the panels (see serialise), when it was stored.
-  if (collectors.config === CONFIG_APART) collectors.config = config === null ? undefined : JSON.parse(config);
-  return { ...summary, collectors, ...(body.collectorErrors ? { collectorErrors: body.collectorErrors } : {}) };
+  const body = data == null ? { collectors: {} } : (JSON.parse(decode(encoding!, data)) as StoredBody);
+  return config === null ? { ...summary, body } : { ...summary, body, config: JSON.parse(config) };
 }

@@ -1,4 +1,4 @@
-import { serialise, type Profile, type StoredProfile } from './profile.js';
+import type { StoredProfile } from './profile.js';
 import type { ProfileSink } from './sink.js';
 
 export interface QueueOptions {
@@ -48,7 +48,7 @@ export class WriteQueue<T> {
   constructor(
     private readonly options: QueueOptions,
     sink: (tell: (message: string) => void) => ProfileSink,
-    private readonly build: (item: T) => Profile,
+    private readonly build: (item: T) => StoredProfile,
     private readonly onError: (message: string) => void,
     /** Told of bytes entering (positive) and leaving (negative) what waits: items as they are weighed, profiles as they are serialised. */
     private readonly account: (bytes: number) => void = () => {},
@@ -111,7 +111,7 @@ export class WriteQueue<T> {
     const items = this.pending;
     this.pending = [];
     for (const item of items) {
-      const row = serialise(this.build(item));
+      const row = this.build(item);
       this.account(row.data.length - this.weigh(item));
       this.built.push(row);
       this.builtBytes += row.data.length;

@@ -1,4 +1,4 @@
-import type { Profile, ProfileSummary } from './profile.js';
+import type { ProfileSummary, StoredRead } from './profile.js';
 import type { SearchFilter } from './query.js';
 
 export type Awaitable<T> = T | Promise<T>;
@@ -21,7 +21,7 @@ export interface ProfileReader {
   readonly location: string;
   /** Several instances write it (PostgreSQL): lists say which served each request. */
   readonly shared: boolean;
-  read(token: string): Awaitable<Profile | undefined>;
+  read(token: string): Awaitable<StoredRead | undefined>;
   latest(type?: string): Awaitable<string | undefined>;
   find(filter: SearchFilter): Awaitable<ProfileSummary[]>;
   since(id: number, filter: SearchFilter): Awaitable<(ProfileSummary & { id: number })[]>;

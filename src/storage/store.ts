@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { encode } from './codec.js';
-import { serialise, type Profile, type ProfileSummary, type StoredProfile } from './profile.js';
+import { serialise, type Profile, type ProfileSummary, type StoredProfile, type StoredRead } from './profile.js';
 import { findSql, profileOf, PRUNE_CONFIGS_SQL, READ_SQL, sinceSql, SUMMARY_COLUMNS, type SearchFilter } from './query.js';
 import type { ProfileReader, StoreStats } from './reader.js';
 import { migrate } from './schema.js';
@@ -124,7 +124,7 @@ export class ProfileStore implements ProfileReader {
     }
   }
 
-  /** Write profiles in one transaction, each serialised alone (see serialise(): they are packed in place, and are the store's). */
+  /** Write whole profiles in one transaction (tests, tools): see serialise(). */
   insert(profiles: Profile[]): void {
     this.insertSerialised(profiles.map(serialise));
   }
@@ -145,7 +145,7 @@ export class ProfileStore implements ProfileReader {
     return this.stmts.tokensAfter.all(id) as { id: number; token: string }[];
   }
 
-  read(token: string): Profile | undefined {
+  read(token: string): StoredRead | undefined {
     const row = this.stmts.read.get(token) as Parameters<typeof profileOf>[0] | undefined;
     return row && profileOf(row);
   }

@@ -1,10 +1,14 @@
-import type { PanelOptions } from '../collectors/collector.js';
-import type { AppInfo } from '../collectors/app-info.js';
-import type { Captured } from '../recording/snapshot.js';
+import type { AppInfo } from '../recording/app-info.js';
+import type { RecordOptions } from '../redaction/record.js';
+import type { Captured } from '../recording/capture.js';
 import type { QueueOptions } from './queue.js';
 
 /** What the writer thread needs of a profiler's options: plain data, no functions. */
-export type WriterOptions = QueueOptions & PanelOptions;
+export type WriterOptions = QueueOptions & RecordOptions & {
+  debug: boolean;
+  /** The app, once its first request has been seen (see recording/app-info.ts). */
+  app?: AppInfo;
+};
 
 /** Messages to the writer thread. Those with a seq are answered, and the caller waits. */
 export type ToWriter =

@@ -1,9 +1,10 @@
-// The writer thread: builds, redacts, serialises and stores the profiles of every profiler in this
-// process, so that the request's thread only takes a snapshot.
+// The writer thread: redacts, serialises and stores the captures of every profiler in this process
+// as records, so that the request's thread only takes a capture. The pages derive the rest.
 import { workerData, type MessagePort } from 'node:worker_threads';
-import { buildProfile, onceEach } from '../collectors/build.js';
-import { corePanels } from '../collectors/index.js';
-import { snapshotOf, type Captured } from '../recording/snapshot.js';
+import type { Captured } from '../recording/capture.js';
+import { processConfig } from '../recording/process-config.js';
+import { recordOf } from '../redaction/record.js';
+import { serialiseRecord } from './profile.js';
 import { PgSink } from './pg-sink.js';
 import { isPostgresUrl } from './location.js';
 import { WriteQueue } from './queue.js';
@@ -45,7 +46,6 @@ function handle(msg: ToWriter): void {
   switch (msg.type) {
     case 'open': {
       const tell = (message: string) => send({ type: 'notice', id: msg.id, message });
-      const tellPanel = onceEach(tell);
       const { options } = msg;
       panelOptions.set(msg.id, options);
       // What waits for this profiler, in bytes: added as its captures are handed over, taken back as they are stored or dropped.
@@ -56,9 +56,8 @@ function handle(msg: ToWriter): void {
         ? (told: typeof tell) => new PgSink({ url: options.database, schema: options.schema, instance: options.instance }, taken, new Int32Array(msg.slot), told)
         : (told: typeof tell) => new SqliteSink(options.database, taken, told);
       const build = (c: Captured) => {
-        const profile = buildProfile(snapshotOf(c), corePanels, options, tellPanel);
-        profile.instance = options.instance;
-        return profile;
+        const { summary, record } = recordOf(c, options);
+        return serialiseRecord({ ...summary, type: 'request', instance: options.instance }, record, processConfig(options.debug, options.app));
       };
       queues.set(msg.id, new WriteQueue(options, sink, build, tell, account, weigh));
       return;

@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import type { AppInfo } from '../collectors/app-info.js';
-import { sendable, type Captured } from '../recording/snapshot.js';
+import type { AppInfo } from '../recording/app-info.js';
+import { sendable, type Captured } from '../recording/capture.js';
 import { TokenBitmap } from './token-bitmap.js';
 import { SIGNAL, type FromWriter, type ToWriter, type WriterOptions } from './writer-protocol.js';
 

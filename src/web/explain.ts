@@ -1,7 +1,7 @@
 import { adapterNamed } from '../instruments/index.js';
 import type { PlanRow } from '../instruments/driver.js';
 import type { ExplainRef, QueryEntry } from '../recording/inside.js';
-import { REDACTED } from '../collectors/redact.js';
+import { REDACTED } from '../redaction/redact.js';
 
 /** Requests whose queries EXPLAIN is asked about: the latest ones of this process, within a budget of bytes. */
 const KEPT_REQUESTS = 200;

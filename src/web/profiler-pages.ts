@@ -1,5 +1,7 @@
 import type { Request, Response } from 'express';
 import type { PanelInfo } from '../collectors/collector.js';
+import { panelOptionsOf, readProfile as derived } from '../collectors/index.js';
+import { onceEach } from '../recording/collect.js';
 import { routeTable } from '../errors/routes.js';
 import type { ResolvedOptions } from '../options.js';
 import { isToken, profileLink } from '../recording/token.js';
@@ -13,7 +15,7 @@ import { sendPage, serverTiming } from './views.js';
 import { performance } from 'node:perf_hooks';
 import type { ExplainRegistry } from './explain.js';
 import type { DbData } from '../collectors/db.js';
-import type { BodyData } from '../collectors/body.js';
+import type { BodyData } from '../redaction/body.js';
 import { asCurl, asFetch, type Replayable } from './replay.js';
 import { compareProfiles, differencesOf } from './compare.js';
 import { originOf } from '../recording/url.js';
@@ -50,6 +52,9 @@ const wantsJson = (req: Request) => {
  */
 export function profilerPages(deps: PagesDeps) {
   const { options } = deps;
+  const panelOptions = panelOptionsOf(options);
+  // A panel that fails to derive fails on every read of its profile alike: told once.
+  const tellPanel = onceEach(options.onError);
   let streams = 0;
 
   function fail(req: Request, res: Response, status: number, title: string, message: string, extra: Record<string, unknown> = {}) {
@@ -69,10 +74,10 @@ export function profilerPages(deps: PagesDeps) {
    * waits for this; only the page does.
    */
   async function readProfile(store: ProfileReader, token: string) {
-    const profile = await store.read(token);
+    const profile = await derived(store, token, panelOptions, tellPanel);
     if (profile || !deps.drew(token)) return profile;
     await deps.settle();
-    return store.read(token);
+    return derived(store, token, panelOptions, tellPanel);
   }
 
   /** Lists and search show every request that has finished, as readProfile does one. */

@@ -1,5 +1,5 @@
-import type { BodyData } from '../collectors/body.js';
-import { REDACTED } from '../collectors/redact.js';
+import type { BodyData } from '../redaction/body.js';
+import { REDACTED } from '../redaction/redact.js';
 
 /** What a request is re-sent from: its stored, redacted parts. */
 export interface Replayable {

@@ -252,11 +252,18 @@ export const isSecretHeader = (n: string, keys: string[]): boolean =>
   SECRET_HEADERS.has(n) || (isSecretKey(n, keys) && !PUBLIC_HEADERS.has(n) && n !== 'cookie' && n !== 'set-cookie');
 
 function redactHeader(n: string, value: unknown, keys: string[]): unknown {
-  if (SECRET_HEADERS.has(n)) return redactCredentials(n, String(value));
-  if (n === 'cookie') return redactCookieHeader(String(value));
   if (n === 'set-cookie') return (Array.isArray(value) ? value : [value]).map((v) => redactSetCookie(String(v)));
+  if (Array.isArray(value) && !isSecretHeader(n, keys) && n !== 'cookie') return value.map((v) => redactParameters(String(v), keys));
+  return redactHeaderValue(n, String(value), keys);
+}
+
+/** One value of header `n` (its name in lower case) as it may be stored: see redactHeaders. */
+export function redactHeaderValue(n: string, value: string, keys: string[]): string {
+  if (SECRET_HEADERS.has(n)) return redactCredentials(n, value);
+  if (n === 'cookie') return redactCookieHeader(value);
+  if (n === 'set-cookie') return redactSetCookie(value);
   if (isSecretKey(n, keys) && !PUBLIC_HEADERS.has(n)) return REDACTED;
-  return Array.isArray(value) ? value.map((v) => redactParameters(String(v), keys)) : redactParameters(String(value), keys);
+  return redactParameters(value, keys);
 }
 
 /** A header value carries a secret as a parameter (`?token=`, `url=…?secret=`, a Referer's `?code=`), if at all: one without `=` is left as it is. */

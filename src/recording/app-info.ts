@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { redactValue } from './redact.js';
+import { redactValue } from '../redaction/redact.js';
 
 /** What the config panel says of the app itself, read on the request's thread from its first request. */
 export interface AppInfo {

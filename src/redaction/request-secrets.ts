@@ -1,4 +1,3 @@
-import type { Snapshot } from '../recording/snapshot.js';
 import { isSecretHeader, isSecretKey } from './redact.js';
 
 /** Shorter values are too likely to be something else (an id, a flag) to hide by equality. */
@@ -13,34 +12,33 @@ const MOST = 200;
  * equal to one of them is hidden too, whatever column it goes with (one the profiler cannot tell:
  * `INSERT INTO users VALUES (?, ?)`, `crypt(?, salt)`).
  */
-const made = new WeakMap<Snapshot, RequestSecrets>();
+export interface RequestValues {
+  query: unknown;
+  /** What a body parser made of the body, or the body as text or bytes when none read it. */
+  body: unknown;
+  rawBody?: Uint8Array | string;
+  params: unknown;
+  /** The request's headers as [name, value] pairs, names in any case. */
+  headers: Iterable<[string, string]>;
+  /** The response's Set-Cookie lines. */
+  setCookies: string[];
+}
 
 export class RequestSecrets {
   private readonly values = new Set<string>();
 
-  /** One per snapshot: the db and performance panels both ask for them. */
-  static of(s: Snapshot, keys: string[]): RequestSecrets {
-    let secrets = made.get(s);
-    if (secrets === undefined) made.set(s, (secrets = RequestSecrets.from(s, keys)));
-    return secrets;
-  }
-
-  private static from(s: Snapshot, keys: string[]): RequestSecrets {
+  static of(r: RequestValues, keys: string[]): RequestSecrets {
     const secrets = new RequestSecrets();
-    const { request, response } = s;
-    secrets.addUnder(request.query, keys, false);
-    secrets.addUnder(request.body, keys, false);
-    secrets.addUnder(s.params, keys, false);
-    if (request.body === undefined && request.rawBody !== undefined) secrets.addUnder(parsedText(request.rawBody.bytes), keys, false);
-    for (const [name, value] of Object.entries(request.headers)) {
+    secrets.addUnder(r.query, keys, false);
+    secrets.addUnder(r.body, keys, false);
+    secrets.addUnder(r.params, keys, false);
+    if (r.body === undefined && r.rawBody !== undefined) secrets.addUnder(parsedText(r.rawBody), keys, false);
+    for (const [name, value] of r.headers) {
       const n = name.toLowerCase();
-      if (n === 'cookie') for (const v of cookieValues(String(value))) secrets.add(v);
-      else if (isSecretHeader(n, keys)) secrets.add(String(value).replace(/^[A-Za-z][\w-]*\s+(?=\S)/, ''));
+      if (n === 'cookie') for (const v of cookieValues(value)) secrets.add(v);
+      else if (isSecretHeader(n, keys)) secrets.add(value.replace(/^[A-Za-z][\w-]*\s+(?=\S)/, ''));
     }
-    const setCookie = response.headers['set-cookie'];
-    for (const line of Array.isArray(setCookie) ? setCookie : setCookie === undefined ? [] : [setCookie]) {
-      for (const v of cookieValues(String(line).split(';')[0])) secrets.add(v);
-    }
+    for (const line of r.setCookies) for (const v of cookieValues(line.split(';')[0])) secrets.add(v);
     return secrets;
   }
 

@@ -1,6 +1,15 @@
 import * as zlib from 'node:zlib';
-import type { RawBody } from '../recording/snapshot.js';
+import type { WireBody } from '../recording/capture.js';
 import { redactText, redactValue } from './redact.js';
+
+/** A body kept as bytes: at most bodyLimit + 1 of them (enough to tell it was cut), and its full size. */
+export interface RawBody {
+  bytes: Uint8Array | string;
+  size: number;
+}
+
+/** A body as it crossed from the request's thread, as bytes or text again. */
+export const rawOf = (w: WireBody): RawBody => ({ bytes: w.bytes ? Buffer.from(w.text, 'latin1') : w.text, size: w.size });
 
 /** A request or response body as stored: a bounded, redacted preview, or a description. */
 export interface BodyData {
@@ -120,22 +129,6 @@ export function describeParsed(value: unknown, cut: boolean, received: number, c
 
 /** The content type a body is described with: the Content-Type header's. */
 export const typeOf = (headers: Record<string, unknown>): string | undefined => (headers['content-type'] === undefined ? undefined : String(headers['content-type']));
-
-/** A body as stored, in place: its content type when the headers' (`given`) is another (null for none), `truncated` only when true. */
-export function packBody(body: BodyData, given: string | undefined): void {
-  const stored = body as unknown as StoredBody;
-  stored.contentType = body.contentType === given ? undefined : (body.contentType ?? null);
-  stored.truncated = body.truncated || undefined;
-}
-
-export type StoredBody = Omit<BodyData, 'contentType' | 'truncated'> & { contentType?: string | null; truncated?: true };
-
-export function unpackBody(stored: StoredBody, headers: Record<string, unknown>): BodyData {
-  const { size, contentType, kind, encoding, json, text, truncated } = stored;
-  const body: BodyData = { size, contentType: contentType === undefined ? typeOf(headers) : (contentType ?? undefined), kind, json, text, truncated: truncated ?? false };
-  if (encoding !== undefined) body.encoding = encoding;
-  return body;
-}
 
 /** NUL bytes or invalid UTF-8 in the first KiB: not text, whatever the Content-Type says. */
 function looksBinary(bytes: Buffer): boolean {

@@ -1,9 +1,9 @@
 import type { Request } from 'express';
 import type { ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { Collector } from '../collectors/collector.js';
-import { collectEach } from '../collectors/build.js';
-import { bounded, plain, setOwn } from '../collectors/plain.js';
+import type { Collector } from './collect.js';
+import { collectEach } from './collect.js';
+import { bounded, plain, setOwn } from '../redaction/plain.js';
 import { describeException, type ExceptionData } from '../errors/describe.js';
 import type { ResolvedOptions } from '../options.js';
 import type { LogLine, RequestContext, Span } from './context.js';
@@ -11,67 +11,22 @@ import { describeTrail, spansOf } from './layers.js';
 import { captureInside, type CapturedInside } from './inside-capture.js';
 import { sourceMapped, type CpuState } from './cpu.js';
 
-/** A body kept as bytes: at most bodyLimit + 1 of them (enough to tell it was cut), and its full size. */
-export interface RawBody {
-  bytes: Uint8Array | string;
-  size: number;
-}
-
-/**
- * A finished request as plain data: what the writer thread needs to build every core panel, with
- * no reference to req, res or the app. Nothing here is redacted yet; the writer redacts before
- * anything is stored.
- */
-export interface Snapshot {
-  token: string;
-  parent: string | null;
-  time: number;
-  duration: number;
-  ttfb: number;
-  rss: number;
-  aborted: boolean;
-  ip: string;
-  /** scheme://host/path?query as the client asked for it. */
-  url: string;
-  request: {
-    method: string;
-    url: string;
-    httpVersion: string;
-    headers: Record<string, unknown>;
-    query: unknown;
-    /** What a body parser made of the body (req.body), when it is not bytes or text: a bounded copy. */
-    body?: unknown;
-    /** The copy of body left out what did not fit in bodyLimit. */
-    bodyCut?: boolean;
-    rawBody?: RawBody;
-    secure: boolean;
-    remoteAddress?: string;
-  };
-  response: {
-    status: number;
-    statusMessage: string;
-    headers: Record<string, unknown>;
-    body: RawBody;
-  };
-  route?: string;
-  params: unknown;
-  spans: Span[];
-  logs: LogLine[];
-  logsDropped: number;
-  exception?: ExceptionData;
-  inside?: CapturedInside;
-  cpu?: CpuState;
-  /** The app's own panels, collected on the request's thread (they may read req and res). */
-  extra: Record<string, unknown>;
-  extraErrors?: Record<string, string>;
-}
-
 /**
  * A finished request as the request's thread leaves it, and as it crosses to the writer thread:
  * flat, with as few objects as can be, because copying it for the thread costs the request's
  * thread per object and per key. snapshotOf() makes the Snapshot from it, in the writer.
  */
-export interface Captured extends Pick<Snapshot, 'token' | 'parent' | 'time' | 'duration' | 'ttfb' | 'rss' | 'aborted' | 'ip'> {
+export interface Captured {
+  token: string;
+  parent: string | null;
+  /** Epoch milliseconds at arrival. */
+  time: number;
+  /** Milliseconds from arrival to the response's end, and to its first byte. */
+  duration: number;
+  ttfb: number;
+  rss: number;
+  aborted: boolean;
+  ip: string;
   /** Roughly what this capture holds, in bytes: the writer's backlog is bounded by it. */
   size: number;
   origin: string;
@@ -249,81 +204,6 @@ function exceptionOf(ctx: RequestContext): ExceptionData | undefined {
   return describeException(ctx.error, { excerpts: false });
 }
 
-/** The Snapshot the core panels read, from what the request's thread captured. Runs in the writer. */
-export function snapshotOf(c: Captured): Snapshot {
-  const request: Snapshot['request'] = {
-    method: c.method,
-    url: c.url,
-    httpVersion: c.httpVersion,
-    headers: headersFrom(c.rawHeaders),
-    query: c.query ?? {},
-    secure: c.secure,
-    remoteAddress: c.remoteAddress,
-  };
-  if (c.rawBody !== undefined) request.rawBody = rawOf(c.rawBody);
-  else if (c.body !== undefined) {
-    request.body = c.body;
-    if (c.bodyCut) request.bodyCut = true;
-  }
-  return {
-    token: c.token,
-    parent: c.parent,
-    time: c.time,
-    duration: c.duration,
-    ttfb: c.ttfb,
-    rss: c.rss,
-    aborted: c.aborted,
-    ip: c.ip,
-    url: c.origin + c.url,
-    request,
-    response: {
-      status: c.status,
-      statusMessage: c.statusMessage,
-      headers: typeof c.head === 'string' ? headersOf(c.head) : c.head,
-      body: rawOf(c.responseBody),
-    },
-    route: c.route,
-    params: c.params ?? {},
-    spans: spansOf(c.trail, c.duration),
-    logs: c.logs ?? [],
-    logsDropped: c.logsDropped ?? 0,
-    exception: c.exception,
-    inside: c.inside,
-    cpu: c.cpu,
-    extra: c.extra ?? {},
-    extraErrors: c.extraErrors,
-  };
-}
-
-/** The headers of a response head ("HTTP/1.1 200 OK\r\nName: value\r\n...\r\n\r\n"), names in lower case, repeats as arrays. */
-export function headersOf(head: string): Record<string, unknown> {
-  const headers: Record<string, unknown> = {};
-  // Read in place, line by line after the status line: no array of lines, no array of pairs.
-  for (let at = head.indexOf('\r\n') + 2; at > 1 && at < head.length;) {
-    const end = head.indexOf('\r\n', at);
-    const stop = end < 0 ? head.length : end;
-    const colon = head.indexOf(':', at);
-    if (colon > at && colon < stop) addHeader(headers, head.slice(at, colon).toLowerCase(), head.slice(colon + 1, stop).trim());
-    at = stop + 2;
-  }
-  return headers;
-}
-
-/** Headers from [name, value, name, value, ...]: names in lower case, repeats as arrays. */
-function headersFrom(pairs: string[]): Record<string, unknown> {
-  const headers: Record<string, unknown> = {};
-  for (let i = 0; i + 1 < pairs.length; i += 2) addHeader(headers, String(pairs[i]).toLowerCase(), String(pairs[i + 1]));
-  return headers;
-}
-
-/** One header into `headers`, as an own property, so that `constructor` or `__proto__` are headers like any other. */
-function addHeader(headers: Record<string, unknown>, name: string, value: string): void {
-  const seen = headers[name];
-  if (seen === undefined || !Object.hasOwn(headers, name)) setOwn(headers, name, value);
-  else if (Array.isArray(seen)) seen.push(value);
-  else headers[name] = [seen, value];
-}
-
 /**
  * The same capture with what the app may have put there made plain (a parsed body it added to,
  * its own panels): for the rare one that holds something a thread cannot be sent, such as a
@@ -350,8 +230,6 @@ function wire(value: string | ArrayBufferView, size: number, limit: number): Wir
   const bytes = Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
   return { text: bytes.toString('latin1', 0, limit + 1), bytes: true, size };
 }
-
-const rawOf = (w: WireBody): RawBody => ({ bytes: w.bytes ? Buffer.from(w.text, 'latin1') : w.text, size: w.size });
 
 /** The kept response chunks as one value: a lone chunk as it is, several as one run of bytes. */
 function bodyOf(chunks: (Buffer | string)[], size: number, limit: number): WireBody {

@@ -1,0 +1,308 @@
+import { STATUS_CODES } from 'node:http';
+import { addExcerpts, redactException, withSentStatus, type ExceptionData } from '../errors/describe.js';
+import type { Captured, WireBody } from '../recording/capture.js';
+import type { LogLine } from '../recording/context.js';
+import type { CpuState } from '../recording/cpu.js';
+import type { CapturedInside, CapturedQuery } from '../recording/inside-capture.js';
+import { describeBytes, describeParsed, rawOf, type BodyData } from './body.js';
+import { redactedLine } from './log-line.js';
+import { redactHeaders, redactHeaderValue, redactQuery, redactText, redactUrl, redactValue } from './redact.js';
+import { RequestSecrets } from './request-secrets.js';
+import { redactStatement, type RedactedStatement } from './sql.js';
+
+export interface RecordOptions {
+  redactKeys: string[];
+  bodyLimit: number;
+}
+
+/** A statement as stored: redacted, with the placeholders whose values were hidden (the runnable statement keeps them). */
+export interface RecordedQuery extends CapturedQuery {
+  hidden?: RedactedStatement['hidden'];
+}
+
+export type RecordedInside = Omit<CapturedInside, 'queries'> & { queries: RecordedQuery[] };
+
+/** The columns a record is found by: what lists and search read. */
+export interface RecordSummary {
+  token: string;
+  parent: string | null;
+  ip: string;
+  method: string;
+  /** scheme://host/path?query, redacted. */
+  url: string;
+  status: number;
+  time: number;
+  duration: number;
+}
+
+/**
+ * A request as it is stored: its capture with every secret taken out, and nothing derived. The
+ * writer thread makes it; the pages derive their panels from it (collectors/). Bodies and the
+ * exception are stored described, because redacting them needs what describing does (decoding,
+ * parsing, reading code); everything else keeps the capture's raw form (header pairs, the
+ * response head as Node wrote it, the router's trail). What the summary holds is left out.
+ */
+export interface ProfileRecord {
+  /** Milliseconds, to the microsecond (the duration is the summary's). */
+  ttfb: number;
+  rss: number;
+  aborted?: true;
+  /** As the client asked for it, redacted: left out when it is the summary's path and query. */
+  url?: string;
+  /** Left out for 1.1. */
+  httpVersion?: string;
+  /** Values that are what the summary says (Host) are DERIVED. */
+  rawHeaders: string[];
+  query?: unknown;
+  requestBody?: BodyData;
+  secure?: true;
+  /** Left out when it is the summary's ip; null when there was none. */
+  remoteAddress?: string | null;
+  /** Left out when it is the status code's own text; null when there was none. */
+  statusMessage?: string | null;
+  /** Values of the debug headers and Date that are what the summary says are DERIVED. */
+  head: string | Record<string, unknown>;
+  /** Its content type is left out when it is the response's. */
+  responseBody: BodyData;
+  route?: string;
+  params?: unknown;
+  trail: unknown[];
+  logs?: LogLine[];
+  logsDropped?: number;
+  exception?: ExceptionData;
+  inside?: RecordedInside;
+  cpu?: CpuState;
+  extra?: Record<string, unknown>;
+  extraErrors?: Record<string, string>;
+  /** Parts that could not be redacted, by the panel that shows them: left out, with why. */
+  failed?: Record<string, string>;
+}
+
+/**
+ * The record of a capture, made in place (the capture is the writer's own, stored and dropped).
+ * A part that cannot be redacted (a bug, a shape never seen) is left out and named in `failed`:
+ * it costs its own panel only, and no secret is stored unredacted.
+ */
+export function recordOf(c: Captured, options: RecordOptions): { summary: RecordSummary; record: ProfileRecord } {
+  const keys = options.redactKeys;
+  const failed: Record<string, string> = {};
+  const part = <T>(panel: string, redact: () => T, instead: T): T => {
+    try {
+      return redact();
+    } catch (err) {
+      failed[panel] = `${(err as Error)?.message ?? err}`;
+      return instead;
+    }
+  };
+  const head = part('response', () => headOf(c.head, keys), { head: {}, contentType: undefined, encoding: undefined, setCookies: [] });
+  // Statements are redacted with the request's own secrets, read before anything else is.
+  const secrets = c.inside !== undefined && c.inside.queries.length > 0 ? part('db', () => secretsOf(c, head.setCookies, keys), undefined) : undefined;
+  const summary: RecordSummary = {
+    token: c.token,
+    parent: c.parent,
+    ip: c.ip,
+    method: c.method,
+    url: part('request', () => redactUrl(c.origin + c.url, keys, c.params), c.origin),
+    status: c.status,
+    time: c.time,
+    duration: Math.round(c.duration * 1000) / 1000,
+  };
+  const request = part('request', () => ({
+    url: redactUrl(c.url, keys, c.params),
+    rawHeaders: redactPairs(c.rawHeaders, keys),
+    query: c.query === undefined ? undefined : redactQuery(c.query, keys),
+    params: c.params === undefined ? undefined : redactValue(c.params, keys),
+    body: requestBodyOf(c, options),
+  }), { url: '', rawHeaders: [], query: undefined, params: undefined, body: undefined });
+  const responseBody = part('response', () => describeBytes(rawOf(c.responseBody), head.contentType, options.bodyLimit, keys, head.encoding), EMPTY_BODY);
+  if (responseBody.contentType === head.contentType) responseBody.contentType = undefined;
+  if (!responseBody.truncated) (responseBody as { truncated?: boolean }).truncated = undefined;
+  const record: ProfileRecord = {
+    ttfb: round(c.ttfb),
+    rss: c.rss,
+    aborted: c.aborted || undefined,
+    url: summary.url === c.origin + request.url ? undefined : request.url,
+    httpVersion: c.httpVersion === '1.1' ? undefined : c.httpVersion,
+    rawHeaders: derivedHost(request.rawHeaders, summary.url),
+    query: request.query,
+    requestBody: request.body,
+    secure: c.secure || undefined,
+    remoteAddress: c.remoteAddress === c.ip ? undefined : (c.remoteAddress ?? null),
+    statusMessage: c.statusMessage === STATUS_CODES[c.status] ? undefined : (c.statusMessage ?? null),
+    head: typeof head.head === 'string' ? derivedHead(head.head, summary, c.origin) : head.head,
+    responseBody,
+    route: c.route,
+    params: request.params === undefined || isEmpty(request.params) ? undefined : request.params,
+    trail: roundTimes(c.trail),
+    logs: c.logs && part('logs', () => c.logs!.map((line) => redactedLine(line, keys)), undefined),
+    logsDropped: c.logsDropped,
+    exception: c.exception && part('exception', () => exceptionOf(c.exception!, c.status, keys), undefined),
+    inside: c.inside && redactInside(c.inside, keys, secrets, part),
+    cpu: c.cpu,
+    extra: c.extra,
+    extraErrors: c.extraErrors,
+    failed: undefined,
+  };
+  for (const _ in failed) {
+    record.failed = failed;
+    break;
+  }
+  return { summary, record };
+}
+
+const EMPTY_BODY: BodyData = { size: 0, kind: 'text', text: '', truncated: false };
+
+/** A header value that is what the summary says: the reader puts it back (see collectors/snapshot.ts). No header value can hold it: Node refuses DEL. */
+export const DERIVED = '\x7f';
+
+const round = (ms: number) => Math.round(ms * 1000) / 1000;
+
+/** The trail's times to the microsecond: what the spans show. */
+function roundTimes(trail: unknown[]): unknown[] {
+  for (let i = 1; i < trail.length; i += 2) trail[i] = round(trail[i] as number);
+  return trail;
+}
+
+const isEmpty = (value: unknown): boolean => {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  for (const key in value) if (Object.hasOwn(value, key)) return false;
+  return true;
+};
+
+/** The Host header DERIVED when the summary's URL was made from it. */
+function derivedHost(raw: string[], url: string): string[] {
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (raw[i].length === 4 && raw[i].toLowerCase() === 'host' && url.startsWith(`//${raw[i + 1]}/`, url.indexOf('//'))) raw[i + 1] = DERIVED;
+  }
+  return raw;
+}
+
+/** The debug headers and Date DERIVED where they have the values the summary gives them (see derivedHeads in collectors/snapshot.ts). */
+function derivedHead(head: string, summary: RecordSummary, origin: string): string {
+  return head
+    .replace(`\r\nX-Debug-Token: ${summary.token}\r\n`, `\r\nX-Debug-Token: ${DERIVED}\r\n`)
+    .replace(`\r\nX-Debug-Token-Link: ${origin}/_profiler/${summary.token}\r\n`, `\r\nX-Debug-Token-Link: ${DERIVED}\r\n`)
+    .replace('\r\nX-Robots-Tag: noindex\r\n', `\r\nX-Robots-Tag: ${DERIVED}\r\n`)
+    .replace(`\r\nDate: ${httpDate(summary.time)}\r\n`, `\r\nDate: ${DERIVED}\r\n`);
+}
+
+let dateSecond = NaN;
+let dateText = '';
+
+/** The Date header of a response sent in the second `time` falls in (one string a second, not one a profile). */
+export function httpDate(time: number): string {
+  const second = Math.floor(time / 1000);
+  if (second !== dateSecond) {
+    dateSecond = second;
+    dateText = new Date(second * 1000).toUTCString();
+  }
+  return dateText;
+}
+
+function requestBodyOf(c: Captured, options: RecordOptions): BodyData | undefined {
+  const keys = options.redactKeys;
+  const contentType = headerOf(c.rawHeaders, 'content-type');
+  if (c.rawBody !== undefined) return describeBytes(rawOf(c.rawBody), contentType ?? 'text/plain', options.bodyLimit, keys);
+  return describeParsed(c.body, c.bodyCut === true, Number(headerOf(c.rawHeaders, 'content-length')), contentType, options.bodyLimit, keys);
+}
+
+function exceptionOf(e: ExceptionData, status: number, keys: string[]): ExceptionData {
+  addExcerpts(e);
+  return withSentStatus(redactException(e, keys), status);
+}
+
+type Part = <T>(panel: string, redact: () => T, instead: T) => T;
+
+function redactInside(inside: CapturedInside, keys: string[], secrets: RequestSecrets | undefined, part: Part): RecordedInside {
+  const queries = part('db', () => inside.queries.map((q): RecordedQuery => {
+    const statement = redactStatement(q.sql, q.params, keys, secrets);
+    const hidden = statement.hidden.indexes.length + statement.hidden.names.length > 0 ? statement.hidden : undefined;
+    return { ...q, sql: statement.sql, params: statement.params, hidden, error: q.error && { ...q.error, message: redactText(q.error.message, keys) } };
+  }), []);
+  const calls = part('http_client', () => inside.calls.map((call) => ({
+    ...call,
+    url: redactUrl(call.url, keys),
+    requestHeaders: redactHeaders((call.requestHeaders ?? {}) as Record<string, unknown>, keys),
+    responseHeaders: redactHeaders((call.responseHeaders ?? {}) as Record<string, unknown>, keys),
+    error: call.error && { ...call.error, message: redactText(call.error.message, keys) },
+  })), []);
+  return { ...inside, queries, calls };
+}
+
+function secretsOf(c: Captured, setCookies: string[], keys: string[]): RequestSecrets {
+  return RequestSecrets.of({
+    query: c.query,
+    body: c.body,
+    rawBody: c.rawBody && rawOf(c.rawBody).bytes,
+    params: c.params,
+    headers: pairsOf(c.rawHeaders),
+    setCookies,
+  }, keys);
+}
+
+function* pairsOf(raw: string[]): Generator<[string, string]> {
+  for (let i = 0; i + 1 < raw.length; i += 2) yield [String(raw[i]), String(raw[i + 1])];
+}
+
+/** A request header's value from the raw pairs: repeats joined as Node's header object would show them. */
+function headerOf(raw: string[], name: string): string | undefined {
+  let value: string | undefined;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (raw[i].length === name.length && raw[i].toLowerCase() === name) value = value === undefined ? raw[i + 1] : `${value},${raw[i + 1]}`;
+  }
+  return value;
+}
+
+/** The raw pairs with each value redacted as its header's: changed in place, most values are not. */
+function redactPairs(raw: string[], keys: string[]): string[] {
+  for (let i = 0; i + 1 < raw.length; i += 2) raw[i + 1] = redactHeaderValue(String(raw[i]).toLowerCase(), String(raw[i + 1]), keys);
+  return raw;
+}
+
+interface Head {
+  head: string | Record<string, unknown>;
+  contentType: string | undefined;
+  encoding: unknown;
+  setCookies: string[];
+}
+
+/**
+ * The response head with each header's value redacted, read line by line in place; the string is
+ * only rebuilt when a value changed. Also what describing the body needs of it, and the cookies
+ * set (secrets a statement may repeat).
+ */
+function headOf(given: string | Record<string, unknown>, keys: string[]): Head {
+  if (typeof given !== 'string') {
+    const setCookie = given['set-cookie'];
+    const contentType = given['content-type'];
+    return {
+      head: redactHeaders(given, keys),
+      contentType: contentType === undefined ? undefined : String(contentType),
+      encoding: given['content-encoding'],
+      setCookies: (Array.isArray(setCookie) ? setCookie : setCookie === undefined ? [] : [setCookie]).map(String),
+    };
+  }
+  const found: Head = { head: given, contentType: undefined, encoding: undefined, setCookies: [] };
+  let out = '';
+  let from = 0;
+  for (let at = given.indexOf('\r\n') + 2; at > 1 && at < given.length;) {
+    const end = given.indexOf('\r\n', at);
+    const stop = end < 0 ? given.length : end;
+    const colon = given.indexOf(':', at);
+    if (colon > at && colon < stop) {
+      const name = given.slice(at, colon).toLowerCase();
+      const value = given.slice(colon + 1, stop).trim();
+      if (name === 'content-type') found.contentType = found.contentType === undefined ? value : `${found.contentType},${value}`;
+      else if (name === 'content-encoding') found.encoding = found.encoding === undefined ? value : [found.encoding, value].flat();
+      else if (name === 'set-cookie') found.setCookies.push(value);
+      const redacted = redactHeaderValue(name, value, keys);
+      if (redacted !== value) {
+        out += `${given.slice(from, colon + 1)} ${redacted}`;
+        from = stop;
+      }
+    }
+    at = stop + 2;
+  }
+  if (from > 0) found.head = out + given.slice(from);
+  return found;
+}
