@@ -11,8 +11,8 @@ import { cpuAsked, exactCpuProfiles } from './recording/cpu.js';
 import { checkAccess } from './web/access.js';
 import { announcesKey, keyLink, madeAccessKey } from './web/access-key.js';
 import { capture } from './recording/capture.js';
-import { errorHandler } from './errors/error-handler.js';
-import { notFound } from './errors/not-found.js';
+import { errorHandler } from './web/error-handler.js';
+import { notFound } from './web/not-found.js';
 import { PROVISIONAL_LENGTH, sharedTokenSource, slotPrefix, tokenSource } from './recording/token.js';
 import { pageStorage, storedAt } from './storage/open.js';
 import type { ProfileReader } from './storage/reader.js';
@@ -81,7 +81,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     appSeen: (app) => {
       findDrivers();
       // The config panel describes the first app the profiler serves (an app it sees later is mounted in it, or called by it).
-      if (!appDescribed) writer.describeApp(appInfo(app, redactKeys));
+      if (!appDescribed) writer.describeApp(appInfo(app));
       appDescribed = true;
     },
     done: (ctx) => {

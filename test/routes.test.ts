@@ -1,7 +1,7 @@
 import express from 'express';
 import express4 from 'express4';
 import { describe, expect, it } from 'vitest';
-import { allowedMethods, routeTable } from '../src/errors/routes.js';
+import { allowedMethods, routeTable } from '../src/web/routes.js';
 
 describe.each([['Express 5', express], ['Express 4', express4 as unknown as typeof express]])('the route table on %s', (_name, lib) => {
   const app = lib();

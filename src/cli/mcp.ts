@@ -2,7 +2,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createRequire } from 'node:module';
 import { z } from 'zod';
-import { bounded, setOwn } from '../redaction/plain.js';
+import { bounded, setOwn } from '../recording/plain.js';
 import { corePanels, panelOptionsOf, readProfile } from '../collectors/index.js';
 import { resolveOptions } from '../options.js';
 import { isToken } from '../recording/token.js';

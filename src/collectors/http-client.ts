@@ -2,7 +2,7 @@ import type { CapturedCall, ErrorSummary } from '../recording/inside-capture.js'
 import { isToken, profileLink } from '../recording/token.js';
 import type { CorePanel } from './collector.js';
 import { duration, layerAt } from './inside-layers.js';
-import { isLoopbackHost } from '../web/access.js';
+import { isLoopbackHost } from '../recording/url.js';
 
 export interface CallData {
   api: 'fetch' | 'http';

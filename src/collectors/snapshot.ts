@@ -3,7 +3,7 @@ import type { LogLine, Span } from '../recording/context.js';
 import type { CpuState } from '../recording/cpu.js';
 import { spansOf } from '../recording/layers.js';
 import type { BodyData } from '../redaction/body.js';
-import { setOwn } from '../redaction/plain.js';
+import { setOwn } from '../recording/plain.js';
 import { STATUS_CODES } from 'node:http';
 import { DERIVED, httpDate, type ProfileRecord, type RecordedInside } from '../redaction/record.js';
 import { typeOf } from '../redaction/body.js';

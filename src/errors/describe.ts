@@ -1,7 +1,6 @@
 import path from 'node:path';
 import { inspect } from 'node:util';
 import { parse } from 'stacktrace-parser';
-import { redactText } from '../redaction/redact.js';
 import { excerptOf, isExcerptable, mapToSource, toPath, type Excerpt } from './sources.js';
 
 export type { Excerpt } from './sources.js';
@@ -160,14 +159,6 @@ export function addExcerpts(data: ExceptionData): void {
       frame.excerpt = excerptOf(frame.file, frame.line, budget);
     }
   }
-}
-
-/** The texts of an exception with secret-looking fields replaced: messages and stacks quote what the app was given. */
-export function redactException(data: ExceptionData, keys: string[]): ExceptionData {
-  return {
-    ...data,
-    chain: data.chain.map((e) => ({ ...e, message: redactText(e.message, keys), stack: redactText(e.stack, keys) })),
-  };
 }
 
 /** The profiler's own code is a library to its users, wherever it is installed from. */

@@ -4,7 +4,7 @@ import https from 'node:https';
 import { syncBuiltinESMExports } from 'node:module';
 import type { RequestContext } from '../recording/context.js';
 import { callerFrame } from '../recording/caller.js';
-import { isLoopbackHost } from '../web/access.js';
+import { isLoopbackHost } from '../recording/url.js';
 import { insideOf, MAX_QUERIES, requestOf, sinceStart, type CallEntry } from '../recording/inside.js';
 
 /** Sent on calls to loopback hosts (and the app's linkHosts): the called app's profile links back to this one. */

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { redactValue } from '../redaction/redact.js';
 
 /** What the config panel says of the app itself, read on the request's thread from its first request. */
 export interface AppInfo {
@@ -22,8 +21,8 @@ function ownPackage(): { name?: string; version?: string } {
   }
 }
 
-/** Plain values of the app's settings (a function, such as a custom query parser, as its name), redacted like any other. */
-export function appInfo(app: unknown, keys: string[]): AppInfo {
+/** Plain values of the app's settings (a function, such as a custom query parser, as its name): the writer redacts them like any other. */
+export function appInfo(app: unknown): AppInfo {
   const given = (app as { settings?: Record<string, unknown> } | undefined)?.settings ?? {};
   const settings: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(given)) {
@@ -31,5 +30,5 @@ export function appInfo(app: unknown, keys: string[]): AppInfo {
     else if (value === null || ['string', 'number', 'boolean'].includes(typeof value)) settings[key] = value;
     else if (Array.isArray(value) && value.every((v) => typeof v === 'string')) settings[key] = value;
   }
-  return { ...ownPackage(), settings: redactValue(settings, keys) as Record<string, unknown>, execArgv: process.execArgv.slice(0, 50) };
+  return { ...ownPackage(), settings, execArgv: process.execArgv.slice(0, 50) };
 }

@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Collector } from './collect.js';
 import { collectEach } from './collect.js';
-import { bounded, plain, setOwn } from '../redaction/plain.js';
+import { bounded, plain, setOwn } from './plain.js';
 import { describeException, type ExceptionData } from '../errors/describe.js';
 import type { ResolvedOptions } from '../options.js';
 import type { LogLine, RequestContext, Span } from './context.js';

@@ -1,4 +1,4 @@
-import { plain } from '../redaction/plain.js';
+import { plain } from './plain.js';
 import type { CallEntry, Inside, MarkEntry } from './inside.js';
 import type { CallerFrom } from './inside.js';
 

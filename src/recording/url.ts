@@ -20,3 +20,8 @@ export function requestUrl(req: Request, withQuery = true): string {
   const url = req.originalUrl ?? req.url ?? '/';
   return originOf(req) + (withQuery ? url : url.split('?')[0]);
 }
+
+const LOOPBACK_HOST = /^(localhost|[^.]+\.localhost|127\.\d+\.\d+\.\d+|\[::1\])$/i;
+
+/** A host name (without port) that names this machine. */
+export const isLoopbackHost = (host: string): boolean => LOOPBACK_HOST.test(host);

@@ -1,5 +1,5 @@
 import type { LogLine } from '../recording/context.js';
-import { plain } from './plain.js';
+import { plain } from '../recording/plain.js';
 import { redactText, redactValue } from './redact.js';
 
 /**

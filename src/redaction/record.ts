@@ -1,5 +1,5 @@
 import { STATUS_CODES } from 'node:http';
-import { addExcerpts, redactException, withSentStatus, type ExceptionData } from '../errors/describe.js';
+import { addExcerpts, withSentStatus, type ExceptionData } from '../errors/describe.js';
 import type { Captured, WireBody } from '../recording/capture.js';
 import type { LogLine } from '../recording/context.js';
 import type { CpuState } from '../recording/cpu.js';
@@ -209,6 +209,14 @@ function requestBodyOf(c: Captured, options: RecordOptions): BodyData | undefine
 function exceptionOf(e: ExceptionData, status: number, keys: string[]): ExceptionData {
   addExcerpts(e);
   return withSentStatus(redactException(e, keys), status);
+}
+
+/** The texts of an exception with secret-looking fields replaced: messages and stacks quote what the app was given. */
+export function redactException(data: ExceptionData, keys: string[]): ExceptionData {
+  return {
+    ...data,
+    chain: data.chain.map((e) => ({ ...e, message: redactText(e.message, keys), stack: redactText(e.stack, keys) })),
+  };
 }
 
 type Part = <T>(panel: string, redact: () => T, instead: T) => T;

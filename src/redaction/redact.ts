@@ -1,4 +1,4 @@
-import { setOwn } from './plain.js';
+import { setOwn } from '../recording/plain.js';
 
 export const REDACTED = '[redacted]';
 

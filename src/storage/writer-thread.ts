@@ -4,6 +4,7 @@ import { workerData, type MessagePort } from 'node:worker_threads';
 import type { Captured } from '../recording/capture.js';
 import { processConfig } from '../recording/process-config.js';
 import { recordOf } from '../redaction/record.js';
+import { redactValue } from '../redaction/redact.js';
 import { serialiseRecord } from './profile.js';
 import { PgSink } from './pg-sink.js';
 import { isPostgresUrl } from './location.js';
@@ -66,7 +67,7 @@ function handle(msg: ToWriter): void {
       return queues.get(msg.id)?.push(msg.items);
     case 'app': {
       const options = panelOptions.get(msg.id);
-      if (options) options.app = msg.app;
+      if (options) options.app = { ...msg.app, settings: redactValue(msg.app.settings, options.redactKeys) as Record<string, unknown> };
       return;
     }
     case 'flush': {

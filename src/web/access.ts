@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { ResolvedOptions } from '../options.js';
+import { isLoopbackHost } from '../recording/url.js';
 
 export const SECRET_COOKIE = 'web_profiler_secret';
 export const SECRET_HEADER = 'x-profiler-secret';
@@ -10,10 +11,7 @@ export const SECRET_QUERY = '_profiler_secret';
 export type Verdict = { ok: true } | { ok: false; reason: string; askKey?: boolean };
 
 const LOOPBACK_ADDRESS = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
-const LOOPBACK_HOST = /^(localhost|[^.]+\.localhost|127\.\d+\.\d+\.\d+|\[::1\])$/i;
-
-/** A host name (without port) that names this machine. */
-export const isLoopbackHost = (host: string): boolean => LOOPBACK_HOST.test(host);
+export { isLoopbackHost };
 
 /**
  * Headers a proxy adds on behalf of the client it forwards. A request carrying any of them came

@@ -1,10 +1,9 @@
 import type { Request, Response } from 'express';
-import type { PanelInfo } from '../collectors/collector.js';
 import { panelOptionsOf, readProfile as derived } from '../collectors/index.js';
 import { onceEach } from '../recording/collect.js';
-import { routeTable } from '../errors/routes.js';
+import { routeTable } from './routes.js';
 import type { ResolvedOptions } from '../options.js';
-import { isToken, profileLink } from '../recording/token.js';
+import { isToken } from '../recording/token.js';
 import type { Profile } from '../storage/profile.js';
 import { StorageUnavailable, type ProfileReader } from '../storage/reader.js';
 import { checkAccess, exchangeQuerySecret, isLoopbackHost, SECRET_QUERY, type Verdict } from './access.js';
@@ -15,9 +14,9 @@ import { sendPage, serverTiming } from './views.js';
 import { performance } from 'node:perf_hooks';
 import type { ExplainRegistry } from './explain.js';
 import type { DbData } from '../collectors/db.js';
-import type { BodyData } from '../redaction/body.js';
-import { asCurl, asFetch, type Replayable } from './replay.js';
+import { asCurl, asFetch } from './replay.js';
 import { compareProfiles, differencesOf } from './compare.js';
+import { callReplayOf, menuOf, parentLinkOf, replayOf, toolbarSummary } from './profile-view.js';
 import { originOf } from '../recording/url.js';
 
 export interface PagesDeps {
@@ -401,68 +400,6 @@ export function profilerPages(deps: PagesDeps) {
     res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'");
     res.end(renderToolbar(summary));
   }
-}
-
-export interface MenuEntry {
-  id: string;
-  title: string;
-  badge?: string | number;
-  available: boolean;
-}
-
-function menuOf(profile: Profile, panels: PanelInfo[]): MenuEntry[] {
-  return panels.map((c) => {
-    const data = profile.collectors[c.id];
-    let badge: string | number | undefined;
-    try {
-      badge = data === undefined ? undefined : c.badge?.(data as never);
-    } catch {
-      badge = undefined;
-    }
-    return { id: c.id, title: c.title, badge, available: data !== undefined || Boolean(profile.collectorErrors?.[c.id]) };
-  });
-}
-
-/** What the toolbar shows, from a stored profile. */
-export function toolbarSummary(profile: Profile) {
-  const c = profile.collectors as Record<string, any>;
-  return {
-    token: profile.token,
-    status: profile.status,
-    method: profile.method,
-    url: profile.url,
-    route: c.routing?.route ?? null,
-    duration: profile.duration,
-    rss: c.performance?.rss ?? null,
-    queries: c.db?.count ?? 0,
-    queryTime: c.db?.time ?? 0,
-    nPlusOne: c.db?.nPlusOne ?? 0,
-    cpu: c.cpu?.samples ?? null,
-    calls: c.http_client?.count ?? 0,
-    callErrors: c.http_client?.errors ?? 0,
-    logs: c.logs?.lines?.length ?? 0,
-    errors: (c.logs?.counts?.error ?? 0) + (c.exception ? 1 : 0),
-    warnings: c.logs?.counts?.warn ?? 0,
-    exception: c.exception?.chain?.[0] ? `${c.exception.chain[0].class}: ${c.exception.chain[0].message}` : null,
-    profile: `/_profiler/${profile.token}`,
-  };
-}
-
-function replayOf(profile: Profile): Replayable | undefined {
-  const request = profile.collectors.request as { headers?: Record<string, unknown>; body?: BodyData } | undefined;
-  if (!request) return undefined;
-  return { method: profile.method, url: profile.url, headers: request.headers ?? {}, body: request.body };
-}
-
-function callReplayOf(profile: Profile, n: number): Replayable | undefined {
-  const call = (profile.collectors.http_client as { requests?: { method: string; url: string; requestHeaders: Record<string, unknown> }[] } | undefined)?.requests?.[n];
-  return call && { method: call.method, url: call.url, headers: call.requestHeaders };
-}
-
-/** Where the calling request's profile is: the link the caller sent with its token. */
-function parentLinkOf(profile: Profile, known: (hostname: string) => boolean): string | undefined {
-  const headers = (profile.collectors.request as { headers?: Record<string, unknown> } | undefined)?.headers;
-  return profileLink(headers?.['x-debug-parent-link'], profile.parent, known);
 }
 
 const safeDecode = (s: string) => {

@@ -3,7 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import { contextOf } from '../recording/context.js';
 import { requestUrl } from '../recording/url.js';
 import { preferredFormat } from './error-handler.js';
-import { HttpError, MethodNotAllowedError, NotFoundError } from './http-error.js';
+import { HttpError, MethodNotAllowedError, NotFoundError } from '../errors/http-error.js';
 import { allowedMethods } from './routes.js';
 
 /**

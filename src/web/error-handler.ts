@@ -6,10 +6,11 @@ import type { ResolvedOptions } from '../options.js';
 import type { RequestContext } from '../recording/context.js';
 import { addLine } from '../recording/logger.js';
 import { contextOf } from '../recording/context.js';
-import { render, sendPage, serverTiming } from '../web/views.js';
+import { render, sendPage, serverTiming } from './views.js';
 import { performance } from 'node:perf_hooks';
-import { describeException, redactException, statusOf, type ExceptionData } from './describe.js';
-import { HttpError } from './http-error.js';
+import { describeException, statusOf, type ExceptionData } from '../errors/describe.js';
+import { redactException } from '../redaction/record.js';
+import { HttpError } from '../errors/http-error.js';
 
 type Format = 'html' | 'json' | 'text';
 
