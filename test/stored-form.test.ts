@@ -10,6 +10,8 @@ import { resolveOptions } from '../src/options.js';
 import { serialiseRecord, type ProfileSummary } from '../src/storage/profile.js';
 import { profileOf } from '../src/storage/query.js';
 import { ProfileStore } from '../src/storage/store.js';
+import type { Captured } from '../src/recording/capture.js';
+import { recordOf } from '../src/redaction/record.js';
 import { listen, readRows, tempDb, type Running } from './helpers.js';
 
 const running: Running[] = [];
@@ -33,6 +35,79 @@ describe('profiles stored before records open as they did', () => {
 
   it("refuses an app's panel that would take a core panel's place", () => {
     expect(() => webProfiler({ enabled: true, collectors: [{ id: 'response', title: 'Mine', collect: () => 1 }] })).toThrow(/cannot be "response", which is a core panel's/);
+  });
+});
+
+const TIME = Date.UTC(2026, 10, 25, 10, 28, 38, 123);
+const HEAD = (token: string, extra = '') =>
+  `HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nX-Debug-Token: ${token}\r\nX-Debug-Token-Link: http://127.0.0.1:4000/_profiler/${token}\r\nX-Robots-Tag: noindex\r\nDate: ${new Date(TIME).toUTCString()}\r\n${extra}\r\n`;
+
+/** A capture as the writer thread gets it: a plain hello unless told otherwise. */
+function captured(change: (c: Captured) => void = () => {}): Captured {
+  const c: Captured = {
+    size: 0, token: 'a1b2c3', parent: null, time: TIME, duration: 1.2345678, ttfb: 0.5123456, rss: 90_000_000, aborted: false, ip: '127.0.0.1',
+    origin: 'http://127.0.0.1:4000', method: 'GET', url: '/hello', httpVersion: '1.1', rawHeaders: ['Host', '127.0.0.1:4000', 'Connection', 'keep-alive'],
+    secure: false, remoteAddress: '127.0.0.1', status: 200, statusMessage: 'OK', head: HEAD('a1b2c3'), responseBody: { text: 'Hello World!', bytes: false, size: 12 },
+    route: '/hello', params: {}, trail: ['route\troute GET /hello', 0.1000004, 'handler\thello', 0.2000004],
+  };
+  change(c);
+  return c;
+}
+
+/** What the pages show of a capture once it is stored: the record made, written as JSON, read back and derived. */
+function storedAndShown(c: Captured) {
+  const options = resolveOptions({});
+  const { summary, record } = recordOf(c, options);
+  const row = serialiseRecord({ ...summary, type: 'request' }, record, { pid: 42 });
+  return { row, profile: shown({ summary: row.summary, data: row.data, config: row.config ?? null }) as { url: string; collectors: Record<string, any> } };
+}
+
+describe('records: stored light, shown as they went', () => {
+  const cases: [string, (c: Captured) => void, (p: Record<string, any>) => void][] = [
+    ['a hello', () => {}, (p) => {
+      expect(p.request.headers).toEqual({ host: '127.0.0.1:4000', connection: 'keep-alive' });
+      expect(p.response.headers).toEqual({ 'content-type': 'text/html; charset=utf-8', 'x-debug-token': 'a1b2c3', 'x-debug-token-link': 'http://127.0.0.1:4000/_profiler/a1b2c3', 'x-robots-tag': 'noindex', date: new Date(TIME).toUTCString() });
+      expect(p.request).toMatchObject({ method: 'GET', url: '/hello', httpVersion: '1.1', server: { remoteAddress: '127.0.0.1', secure: false, pid: 42 } });
+      expect(p.response).toMatchObject({ status: 200, statusMessage: 'OK', body: { size: 12, contentType: 'text/html; charset=utf-8', kind: 'text', text: 'Hello World!', truncated: false }, aborted: false });
+      expect(p.performance).toMatchObject({ total: 1.235, ttfb: 0.512, spans: [{ name: 'route GET /hello', start: 0.1, end: 0.2 }, { name: 'hello', start: 0.2, end: 1.235 }] });
+      expect(p.routing).toEqual({ method: 'GET', path: '/hello', route: '/hello', params: {} });
+      expect(p.config).toEqual({ pid: 42 });
+    }],
+    ['an absolute-form target, a Host of its own, HTTP/1.0, behind a proxy', (c) => {
+      Object.assign(c, { url: '*', method: 'OPTIONS', httpVersion: '1.0', ip: '203.0.113.9', origin: 'http://Shop.Example', rawHeaders: ['HOST', 'Shop.Example', 'X-Forwarded-For', '203.0.113.9'] });
+    }, (p) => {
+      expect(p.request).toMatchObject({ method: 'OPTIONS', url: '*', httpVersion: '1.0', headers: { host: 'Shop.Example', 'x-forwarded-for': '203.0.113.9' }, server: { remoteAddress: '127.0.0.1' } });
+      // The link was made from another origin than the summary's: kept as it went.
+      expect(p.response.headers['x-debug-token-link']).toBe('http://127.0.0.1:4000/_profiler/a1b2c3');
+    }],
+    ['headers the app set itself, a Date of the next second, a status text of its own, cookies set twice', (c) => {
+      c.head = `HTTP/1.1 418 Short and stout\r\nx-debug-token: mine\r\nX-Debug-Token-Link: \r\nX-Robots-Tag: none\r\nDate: ${new Date(TIME + 1000).toUTCString()}\r\nSet-Cookie: sid=abc; Path=/\r\nSet-Cookie: theme=dark\r\n\r\n`;
+      Object.assign(c, { status: 418, statusMessage: 'Short and stout' });
+    }, (p) => {
+      expect(p.response.statusMessage).toBe('Short and stout');
+      expect(p.response.headers).toEqual({ 'x-debug-token': 'mine', 'x-debug-token-link': '', 'x-robots-tag': 'none', date: new Date(TIME + 1000).toUTCString(), 'set-cookie': ['sid=[redacted]; Path=/', 'theme=[redacted]'] });
+    }],
+    ['no head went out, no peer address, no status text', (c) => {
+      Object.assign(c, { head: { 'x-robots-tag': 'noindex', 'content-length': 0, 'set-cookie': 'a=1' }, remoteAddress: undefined, statusMessage: undefined, aborted: true, responseBody: { text: '', bytes: false, size: 0 } });
+    }, (p) => {
+      expect(p.response).toMatchObject({ statusMessage: undefined, aborted: true, headers: { 'x-robots-tag': 'noindex', 'content-length': '0', 'set-cookie': ['a=[redacted]'] } });
+      expect(p.request.server.remoteAddress).toBeUndefined();
+    }],
+  ];
+  for (const [name, change, check] of cases) {
+    it(name, () => {
+      const { profile } = storedAndShown(captured(change));
+      check(profile.collectors);
+    });
+  }
+
+  it('leaves out of the stored row what the summary already says, and nothing of a secret', () => {
+    const { row } = storedAndShown(captured((c) => {
+      c.rawHeaders.push('Authorization', 'Bearer s3cr3t-t0ken-value', 'Cookie', 'sid=abcdef123456');
+      c.url = '/hello?token=t0k3n-in-query';
+    }));
+    for (const said of ['_profiler/a1b2c3', 'GMT', 'noindex', '127.0.0.1:4000', '"OK"', '"httpVersion"', '"url"', '"duration"', '"remoteAddress"', 's3cr3t', 'abcdef123456', 't0k3n-in-query']) expect(row.data).not.toContain(said);
+    expect(row.data.length).toBeLessThan(450);
   });
 });
 

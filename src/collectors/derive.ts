@@ -1,4 +1,5 @@
 import { typeOf, type BodyData } from '../redaction/body.js';
+import { hostIn, linkIn, pathIn } from '../redaction/record.js';
 import type { ProfileSummary } from '../storage/profile.js';
 
 /**
@@ -7,10 +8,7 @@ import type { ProfileSummary } from '../storage/profile.js';
  */
 
 /** The path and query of the summary's URL (scheme://host/path?query): what the request panel shows as its URL. */
-export function pathOf(summary: ProfileSummary): string {
-  const at = summary.url.indexOf('/', summary.url.indexOf('//') + 2);
-  return at < 0 ? '' : summary.url.slice(at);
-}
+export const pathOf = (summary: ProfileSummary): string => pathIn(summary.url);
 
 /** The path of the summary's URL, without its query: what the routing panel shows. */
 export function pagePathOf(summary: ProfileSummary): string {
@@ -19,17 +17,11 @@ export function pagePathOf(summary: ProfileSummary): string {
   return query < 0 ? path : path.slice(0, query);
 }
 
-/** scheme://host of the summary's URL. */
-const originOf = (summary: ProfileSummary): string => summary.url.slice(0, summary.url.length - pathOf(summary).length);
-
 /** The host of the summary's URL: the request's Host header, most often. */
-export function hostOf(summary: ProfileSummary): string {
-  const origin = originOf(summary);
-  return origin.slice(origin.indexOf('//') + 2);
-}
+export const hostOf = (summary: ProfileSummary): string => hostIn(summary.url);
 
 /** The profile's own link, as X-Debug-Token-Link gave it. */
-export const linkOf = (summary: ProfileSummary): string => `${originOf(summary)}/_profiler/${summary.token}`;
+export const linkOf = (summary: ProfileSummary): string => linkIn(summary.url, summary.token);
 
 /** Put back a field that was left out when it was {}. */
 export const orEmpty = (value: unknown): unknown => (value === undefined ? {} : value);

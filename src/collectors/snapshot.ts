@@ -66,7 +66,8 @@ export function snapshotOf(r: ProfileRecord, summary: ProfileSummary, config: un
   const responseHeaders = typeof r.head === 'string' ? headersOf(r.head) : r.head;
   for (const [name, derive] of DERIVED_HEADERS) if (responseHeaders[name] === DERIVED) responseHeaders[name] = derive(summary);
   const rawHeaders = r.rawHeaders;
-  for (let i = 1; i < rawHeaders.length; i += 2) if (rawHeaders[i] === DERIVED) rawHeaders[i] = hostOf(summary);
+  for (let i = 1; i < rawHeaders.length; i += 2) if (rawHeaders[i] === DERIVED && rawHeaders[i - 1].toLowerCase() === 'host') rawHeaders[i] = hostOf(summary);
+  const requestHeaders = redactHeaders(headersFrom(rawHeaders), keys);
   return {
     token: summary.token,
     parent: summary.parent,
@@ -81,9 +82,9 @@ export function snapshotOf(r: ProfileRecord, summary: ProfileSummary, config: un
       method: summary.method,
       url: r.url ?? pathOf(summary),
       httpVersion: r.httpVersion ?? '1.1',
-      headers: redactHeaders(headersFrom(rawHeaders), keys),
+      headers: requestHeaders,
       query: r.query ?? {},
-      body: r.requestBody,
+      body: r.requestBody && bodyOf(r.requestBody, typeOf(requestHeaders)),
       secure: r.secure === true,
       remoteAddress: r.remoteAddress === undefined ? summary.ip : (r.remoteAddress ?? undefined),
     },
@@ -110,16 +111,16 @@ export function snapshotOf(r: ProfileRecord, summary: ProfileSummary, config: un
 
 /** The headers a record leaves DERIVED, and how the summary gives them back. */
 const DERIVED_HEADERS: [string, (summary: ProfileSummary) => string][] = [
-  ['host', hostOf],
   ['x-debug-token', (summary) => summary.token],
   ['x-debug-token-link', linkOf],
   ['x-robots-tag', () => 'noindex'],
   ['date', (summary) => httpDate(summary.time)],
 ];
 
-/** A response body as described when it was stored: its content type is the response's. */
-function bodyOf(stored: BodyData, contentType: string | undefined): BodyData {
+/** A body as described when it was stored: its content type is its message's unless it says another. */
+function bodyOf(stored: BodyData, given: string | undefined): BodyData {
   const { size, kind, json, text, truncated, encoding } = stored;
+  const contentType = Object.hasOwn(stored, 'contentType') ? stored.contentType : given;
   // In the order describeBytes() gives them.
   const body: BodyData = { size, contentType, kind, ...(json !== undefined ? { json } : {}), ...(text !== undefined ? { text } : {}), truncated: truncated ?? false };
   if (encoding !== undefined) body.encoding = encoding;

@@ -54,6 +54,7 @@ export interface ProfileRecord {
   /** Values that are what the summary says (Host) are DERIVED. */
   rawHeaders: string[];
   query?: unknown;
+  /** As responseBody. */
   requestBody?: BodyData;
   secure?: true;
   /** Left out when it is the summary's ip; null when there was none. */
@@ -62,7 +63,7 @@ export interface ProfileRecord {
   statusMessage?: string | null;
   /** Values of the debug headers and Date that are what the summary says are DERIVED. */
   head: string | Record<string, unknown>;
-  /** Its content type is left out when it is the response's. */
+  /** Its content type is left out when it is the response's, `truncated` when false. */
   responseBody: BodyData;
   route?: string;
   params?: unknown;
@@ -114,22 +115,20 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
     params: c.params === undefined ? undefined : redactValue(c.params, keys),
     body: requestBodyOf(c, options),
   }), { url: '', rawHeaders: [], query: undefined, params: undefined, body: undefined });
-  const responseBody = part('response', () => describeBytes(rawOf(c.responseBody), head.contentType, options.bodyLimit, keys, head.encoding), EMPTY_BODY);
-  if (responseBody.contentType === head.contentType) responseBody.contentType = undefined;
-  if (!responseBody.truncated) (responseBody as { truncated?: boolean }).truncated = undefined;
+  const responseBody = stored(part('response', () => describeBytes(rawOf(c.responseBody), head.contentType, options.bodyLimit, keys, head.encoding), EMPTY_BODY), head.contentType);
   const record: ProfileRecord = {
     ttfb: round(c.ttfb),
     rss: c.rss,
     aborted: c.aborted || undefined,
-    url: summary.url === c.origin + request.url ? undefined : request.url,
+    url: pathIn(summary.url) === request.url ? undefined : request.url,
     httpVersion: c.httpVersion === '1.1' ? undefined : c.httpVersion,
     rawHeaders: derivedHost(request.rawHeaders, summary.url),
     query: request.query,
-    requestBody: request.body,
+    requestBody: request.body && stored(request.body, headerOf(c.rawHeaders, 'content-type')),
     secure: c.secure || undefined,
     remoteAddress: c.remoteAddress === c.ip ? undefined : (c.remoteAddress ?? null),
     statusMessage: c.statusMessage === STATUS_CODES[c.status] ? undefined : (c.statusMessage ?? null),
-    head: typeof head.head === 'string' ? derivedHead(head.head, summary, c.origin) : head.head,
+    head: typeof head.head === 'string' ? derivedHead(head.head, summary) : head.head,
     responseBody,
     route: c.route,
     params: request.params === undefined || isEmpty(request.params) ? undefined : request.params,
@@ -148,6 +147,13 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
     break;
   }
   return { summary, record };
+}
+
+/** A body as a record keeps it: its content type left out when it is its message's, `truncated` only when true. */
+function stored(body: BodyData, contentType: string | undefined): BodyData {
+  if (body.contentType === contentType) body.contentType = undefined;
+  if (!body.truncated) (body as { truncated?: boolean }).truncated = undefined;
+  return body;
 }
 
 const EMPTY_BODY: BodyData = { size: 0, kind: 'text', text: '', truncated: false };
@@ -169,19 +175,37 @@ const isEmpty = (value: unknown): boolean => {
   return true;
 };
 
+/** The path and query of a summary's URL (scheme://host/path?query). */
+export function pathIn(url: string): string {
+  const at = url.indexOf('/', url.indexOf('//') + 2);
+  return at < 0 ? '' : url.slice(at);
+}
+
+/** scheme://host of a summary's URL. */
+export const originIn = (url: string): string => url.slice(0, url.length - pathIn(url).length);
+
+/** The host of a summary's URL: the request's Host header, most often. */
+export const hostIn = (url: string): string => {
+  const origin = originIn(url);
+  return origin.slice(origin.indexOf('//') + 2);
+};
+
+/** A profile's own link, as X-Debug-Token-Link gives it. */
+export const linkIn = (url: string, token: string): string => `${originIn(url)}/_profiler/${token}`;
+
 /** The Host header DERIVED when the summary's URL was made from it. */
 function derivedHost(raw: string[], url: string): string[] {
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    if (raw[i].length === 4 && raw[i].toLowerCase() === 'host' && url.startsWith(`//${raw[i + 1]}/`, url.indexOf('//'))) raw[i + 1] = DERIVED;
+    if (raw[i].length === 4 && raw[i].toLowerCase() === 'host' && raw[i + 1] === hostIn(url)) raw[i + 1] = DERIVED;
   }
   return raw;
 }
 
-/** The debug headers and Date DERIVED where they have the values the summary gives them (see derivedHeads in collectors/snapshot.ts). */
-function derivedHead(head: string, summary: RecordSummary, origin: string): string {
+/** The debug headers and Date DERIVED where they have the values the summary gives them (see DERIVED_HEADERS in collectors/snapshot.ts). */
+function derivedHead(head: string, summary: RecordSummary): string {
   return head
     .replace(`\r\nX-Debug-Token: ${summary.token}\r\n`, `\r\nX-Debug-Token: ${DERIVED}\r\n`)
-    .replace(`\r\nX-Debug-Token-Link: ${origin}/_profiler/${summary.token}\r\n`, `\r\nX-Debug-Token-Link: ${DERIVED}\r\n`)
+    .replace(`\r\nX-Debug-Token-Link: ${linkIn(summary.url, summary.token)}\r\n`, `\r\nX-Debug-Token-Link: ${DERIVED}\r\n`)
     .replace('\r\nX-Robots-Tag: noindex\r\n', `\r\nX-Robots-Tag: ${DERIVED}\r\n`)
     .replace(`\r\nDate: ${httpDate(summary.time)}\r\n`, `\r\nDate: ${DERIVED}\r\n`);
 }
