@@ -1,4 +1,5 @@
 import type { ExceptionData } from '../errors/describe.js';
+import type { Captured } from '../recording/capture.js';
 import type { LogLine, Span } from '../recording/context.js';
 import type { CpuState } from '../recording/cpu.js';
 import { spansOf } from '../recording/layers.js';
@@ -15,15 +16,7 @@ import type { ProfileSummary } from '../storage/profile.js';
  * A stored request as the panels read it: the record with its summary put back, headers as
  * objects, the router's trail as spans. Everything in it was redacted when it was stored.
  */
-export interface Snapshot {
-  token: string;
-  parent: string | null;
-  time: number;
-  duration: number;
-  ttfb: number;
-  rss: number;
-  aborted: boolean;
-  ip: string;
+export interface Snapshot extends Pick<Captured, 'token' | 'parent' | 'time' | 'duration' | 'ttfb' | 'rss' | 'aborted' | 'ip'> {
   /** scheme://host/path?query as the client asked for it. */
   url: string;
   request: {

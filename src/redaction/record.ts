@@ -31,7 +31,9 @@ export interface RecordSummary {
   /** scheme://host/path?query, redacted. */
   url: string;
   status: number;
+  /** Epoch milliseconds at arrival. */
   time: number;
+  /** Milliseconds, to the microsecond. */
   duration: number;
 }
 

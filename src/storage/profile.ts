@@ -1,17 +1,7 @@
-import type { ProfileRecord } from '../redaction/record.js';
+import type { ProfileRecord, RecordSummary } from '../redaction/record.js';
 
-/** The columns of a stored profile that search and lists read, without the panel data. */
-export interface ProfileSummary {
-  token: string;
-  parent: string | null;
-  ip: string;
-  method: string;
-  url: string;
-  status: number;
-  /** Epoch milliseconds at arrival. */
-  time: number;
-  /** Milliseconds. */
-  duration: number;
+/** The columns of a stored profile that search and lists read, without the panel data: a record's (see redaction/record.ts), its type and who served it. */
+export interface ProfileSummary extends RecordSummary {
   type: string;
   /** The instance that served it: host name and pid, or the `instance` option. Null in profiles from before it was recorded. */
   instance?: string | null;
