@@ -1,19 +1,15 @@
 import type { PanelInfo } from '../recording/collect.js';
-import type { AppInfo } from '../recording/app-info.js';
 import type { Snapshot } from './snapshot.js';
 import type { ProfileSummary } from '../storage/profile.js';
 
 /** What a panel's data may depend on, as the reading profiler knows it. */
 export interface PanelOptions {
-  debug: boolean;
-  bodyLimit: number;
+  /** Headers are redacted once more as they are read: a key added since they were stored applies. */
   redactKeys: string[];
   /** Milliseconds from which a query is marked slow. */
   slowQuery: number;
   /** Host names besides loopback ones whose profile links are shown as links (the allowedHosts and linkHosts options). */
   knownHosts: string[];
-  /** The app, once its first request has been seen (see app-info.ts). */
-  app?: AppInfo;
 }
 
 /**

@@ -21,8 +21,6 @@ export type { Collector, CorePanel, PanelInfo, PanelOptions } from './collector.
 
 /** What the panels read of a profiler's options: the pages', or (the CLI, the MCP server) the environment's. */
 export const panelOptionsOf = (o: ResolvedOptions): PanelOptions => ({
-  debug: o.debug,
-  bodyLimit: o.bodyLimit,
   redactKeys: o.redactKeys,
   slowQuery: o.slowQuery,
   knownHosts: [...o.allowedHosts, ...o.linkHosts],

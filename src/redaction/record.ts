@@ -184,7 +184,7 @@ export function pathIn(url: string): string {
 }
 
 /** scheme://host of a summary's URL. */
-export const originIn = (url: string): string => url.slice(0, url.length - pathIn(url).length);
+const originIn = (url: string): string => url.slice(0, url.length - pathIn(url).length);
 
 /** The host of a summary's URL: the request's Host header, most often. */
 export const hostIn = (url: string): string => {
