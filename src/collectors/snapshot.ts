@@ -6,7 +6,7 @@ import { spansOf } from '../recording/layers.js';
 import type { BodyData } from '../redaction/body.js';
 import { setOwn } from '../recording/plain.js';
 import { STATUS_CODES } from 'node:http';
-import { DERIVED, httpDate, type ProfileRecord, type RecordedInside } from '../redaction/record.js';
+import { DERIVED, headLines, httpDate, type ProfileRecord, type RecordedInside } from '../redaction/record.js';
 import { typeOf } from '../redaction/body.js';
 import { hostOf, linkOf, pathOf } from './derive.js';
 import { redactHeaders } from '../redaction/redact.js';
@@ -56,7 +56,7 @@ export interface Snapshot extends Pick<Captured, 'token' | 'parent' | 'time' | '
  * (it changes nothing already redacted): repeats read back as Node's header objects show them.
  */
 export function snapshotOf(r: ProfileRecord, summary: ProfileSummary, config: unknown, keys: string[]): Snapshot {
-  const responseHeaders = typeof r.head === 'string' ? headersOf(r.head) : r.head;
+  const responseHeaders = typeof r.head === 'string' ? headersOf(headLines(r.head)) : r.head;
   for (const [name, derive] of DERIVED_HEADERS) if (responseHeaders[name] === DERIVED) responseHeaders[name] = derive(summary);
   const rawHeaders = r.rawHeaders;
   for (let i = 1; i < rawHeaders.length; i += 2) if (rawHeaders[i] === DERIVED && rawHeaders[i - 1].toLowerCase() === 'host') rawHeaders[i] = hostOf(summary);

@@ -203,13 +203,51 @@ function derivedHost(raw: string[], url: string): string[] {
   return raw;
 }
 
-/** The debug headers and Date DERIVED where they have the values the summary gives them (see DERIVED_HEADERS in collectors/snapshot.ts). */
+/**
+ * The debug headers and Date DERIVED where they have the values the summary gives them (see
+ * DERIVED_HEADERS in collectors/snapshot.ts), then each line most heads carry as two characters
+ * (see headLines): a hello's head is most of its record.
+ */
 function derivedHead(head: string, summary: RecordSummary): string {
-  return head
+  const derived = head
     .replace(`\r\nX-Debug-Token: ${summary.token}\r\n`, `\r\nX-Debug-Token: ${DERIVED}\r\n`)
     .replace(`\r\nX-Debug-Token-Link: ${linkIn(summary.url, summary.token)}\r\n`, `\r\nX-Debug-Token-Link: ${DERIVED}\r\n`)
     .replace('\r\nX-Robots-Tag: noindex\r\n', `\r\nX-Robots-Tag: ${DERIVED}\r\n`)
     .replace(`\r\nDate: ${httpDate(summary.time)}\r\n`, `\r\nDate: ${DERIVED}\r\n`);
+  const lines = derived.split('\r\n');
+  for (let i = 1; i < lines.length; i++) lines[i] = LINE_CODES.get(lines[i]) ?? lines[i];
+  return lines.join('\r\n');
+}
+
+/**
+ * Head lines as Express and Node write them on most responses, each stored as DERIVED and a
+ * letter: no line of a real head starts with DEL. Append only: stored records name them by place.
+ */
+const COMMON_LINES = [
+  'X-Powered-By: Express',
+  'Connection: keep-alive',
+  'Keep-Alive: timeout=5',
+  'Connection: close',
+  'Transfer-Encoding: chunked',
+  'Content-Type: text/html; charset=utf-8',
+  'Content-Type: application/json; charset=utf-8',
+  'Content-Type: text/plain; charset=utf-8',
+  `X-Debug-Token: ${DERIVED}`,
+  `X-Debug-Token-Link: ${DERIVED}`,
+  `X-Robots-Tag: ${DERIVED}`,
+  `Date: ${DERIVED}`,
+];
+const LINE_CODES = new Map(COMMON_LINES.map((line, i) => [line, DERIVED + String.fromCharCode(97 + i)]));
+
+/** A stored head with its common lines written out again. */
+export function headLines(head: string): string {
+  if (!head.includes(DERIVED)) return head;
+  const lines = head.split('\r\n');
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i];
+    if (line.length === 2 && line[0] === DERIVED) lines[i] = COMMON_LINES[line.charCodeAt(1) - 97] ?? line;
+  }
+  return lines.join('\r\n');
 }
 
 let dateSecond = NaN;
