@@ -121,7 +121,7 @@ function bodyOf(stored: BodyData, given: string | undefined): BodyData {
 }
 
 /** The headers of a response head ("HTTP/1.1 200 OK\r\nName: value\r\n...\r\n\r\n"), names in lower case, repeats as arrays. */
-export function headersOf(head: string): Record<string, unknown> {
+function headersOf(head: string): Record<string, unknown> {
   const headers: Record<string, unknown> = {};
   // Read in place, line by line after the status line: no array of lines, no array of pairs.
   for (let at = head.indexOf('\r\n') + 2; at > 1 && at < head.length;) {

@@ -93,7 +93,8 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
     try {
       return redact();
     } catch (err) {
-      failed[panel] = `${(err as Error)?.message ?? err}`;
+      // An error's message may quote what it failed on.
+      failed[panel] = redactText(`${(err as Error)?.message ?? err}`, keys);
       return instead;
     }
   };

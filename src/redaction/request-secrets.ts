@@ -6,12 +6,7 @@ const SHORTEST = 4;
 const CONTAINED = 8;
 const MOST = 200;
 
-/**
- * The values this request's profile redacts elsewhere: fields named like secrets in its query,
- * body and route parameters, credential headers, cookies it carried or set. A statement's value
- * equal to one of them is hidden too, whatever column it goes with (one the profiler cannot tell:
- * `INSERT INTO users VALUES (?, ?)`, `crypt(?, salt)`).
- */
+/** What of a request its secrets are read from, before anything is redacted. */
 export interface RequestValues {
   query: unknown;
   /** What a body parser made of the body, or the body as text or bytes when none read it. */
@@ -24,6 +19,12 @@ export interface RequestValues {
   setCookies: string[];
 }
 
+/**
+ * The values this request's profile redacts elsewhere: fields named like secrets in its query,
+ * body and route parameters, credential headers, cookies it carried or set. A statement's value
+ * equal to one of them is hidden too, whatever column it goes with (one the profiler cannot tell:
+ * `INSERT INTO users VALUES (?, ?)`, `crypt(?, salt)`).
+ */
 export class RequestSecrets {
   private readonly values = new Set<string>();
 
