@@ -6,6 +6,7 @@ export { logger, type Logger } from './recording/logger.js';
 export { span } from './recording/span.js';
 export { pinoDestination } from './instruments/pino.js';
 export { instrument } from './instruments/index.js';
+export { mailTransport } from './instruments/nodemailer.js';
 export type { DriverAdapter, PlanRow } from './instruments/driver.js';
 export type { LogChannel, LogLine, LogLevel, Span } from './recording/context.js';
 export type { Profile, ProfileSummary } from './storage/profile.js';

@@ -20,6 +20,8 @@ import { ProfileWriter } from './storage/writer.js';
 import { profilerPages } from './web/profiler-pages.js';
 import { toolbarInjector } from './web/toolbar.js';
 import { instrumentLoaded } from './instruments/index.js';
+import { hookEsmNodemailer, mailTransport } from './instruments/nodemailer.js';
+import { recordViews } from './instruments/views.js';
 import { instrumentNest } from './instruments/nestjs.js';
 import { instrumentWinston } from './instruments/winston-writes.js';
 import { ExplainRegistry } from './web/explain.js';
@@ -39,10 +41,12 @@ export interface WebProfiler extends RequestHandler {
   flush(): number;
   /** Flush and close the store. */
   close(): void;
+  /** A nodemailer transport that delivers nothing: each message shows in its request's profile (`nodemailer.createTransport(profiler.mailTransport())`). */
+  mailTransport(): ReturnType<typeof mailTransport>;
 }
 
 /** Libraries whose use comes after awaits (better-sqlite3 is not one: the profiler loads it itself, and it is synchronous). */
-const ASYNC_LIBRARIES = /[\\/]node_modules[\\/](pg|pg-pool|mysql2|ioredis|mongodb|pino|winston|undici)[\\/]/;
+const ASYNC_LIBRARIES = /[\\/]node_modules[\\/](pg|pg-pool|mysql2|ioredis[^\\/]*|@redis|mongodb|nodemailer|pino|winston|undici)[\\/]/;
 
 /** Read from req.url, not req.path: this runs on every request and parsing the URL is not free. */
 const isProfilerPath = (url: string) =>
@@ -70,6 +74,8 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     if (isLoaded(ASYNC_LIBRARIES)) trackRequests();
   };
   findDrivers();
+  // An app that imports nodemailer 10 as an ES module runs a copy no require cache lists.
+  void hookEsmNodemailer(tellOwn);
   exactCpuProfiles();
   const explainable = new ExplainRegistry();
   let appDescribed = false;
@@ -80,6 +86,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     nextToken: storage.shared ? sharedTokenSource(options.tokenLength, writer.taken, writer.slot) : tokenSource(options.tokenLength, writer.taken),
     appSeen: (app) => {
       findDrivers();
+      recordViews(app);
       // The config panel describes the first app the profiler serves (an app it sees later is mounted in it, or called by it).
       if (!appDescribed) writer.describeApp(appInfo(app));
       appDescribed = true;
@@ -202,5 +209,6 @@ function assemble(options: ResolvedOptions, recording?: Recording): WebProfiler 
     store: () => recording?.store(),
     flush: () => recording?.flush() ?? 0,
     close: () => recording?.close(),
+    mailTransport,
   });
 }

@@ -12,6 +12,8 @@ declare module 'vitest' {
     pgMissing: string;
     mysqlUrl: string;
     mysqlMissing: string;
+    redisUrl: string;
+    redisMissing: string;
   }
 }
 
@@ -51,12 +53,29 @@ async function startMariadb(): Promise<{ url: string; stop(): void } | string> {
   return 'MariaDB did not start within 30 s';
 }
 
+/** Debian's redis-server on a private port, in memory only. */
+async function startRedis(): Promise<{ url: string; stop(): void } | string> {
+  const bin = ['/usr/bin/redis-server', '/usr/sbin/redis-server'].find((b) => existsSync(b));
+  if (!bin) return 'no redis-server at /usr/bin/redis-server (apt-get install -y redis-server)';
+  const port = await freePort();
+  const server = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], { stdio: 'ignore' });
+  const stop = () => void server.kill('SIGKILL');
+  for (let i = 0; i < 100 && server.exitCode === null; i++) {
+    if (await accepts(port)) return { url: `redis://127.0.0.1:${port}`, stop };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  stop();
+  return 'redis-server did not start within 10 s';
+}
+
 /**
  * Real database servers for the driver tests, started once for the run on private ports and data
  * directories, and stopped and removed after it.
  */
 export default async function setup(project: TestProject) {
-  const [pg, mysql] = await Promise.all([startPostgres(), startMariadb()]);
+  const [pg, mysql, redis] = await Promise.all([startPostgres(), startMariadb(), startRedis()]);
+  project.provide('redisUrl', typeof redis === 'string' ? '' : redis.url);
+  project.provide('redisMissing', typeof redis === 'string' ? redis : '');
   project.provide('pgUrl', typeof pg === 'string' ? '' : pg.url);
   project.provide('pgMissing', typeof pg === 'string' ? pg : '');
   project.provide('mysqlUrl', typeof mysql === 'string' ? '' : mysql.url);
@@ -64,5 +83,6 @@ export default async function setup(project: TestProject) {
   return () => {
     if (typeof pg !== 'string') pg.stop();
     if (typeof mysql !== 'string') mysql.stop();
+    if (typeof redis !== 'string') redis.stop();
   };
 }

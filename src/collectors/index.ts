@@ -4,7 +4,10 @@ import type { ProfileReader } from '../storage/reader.js';
 import { profileFrom } from './build.js';
 import type { CorePanel, PanelOptions } from './collector.js';
 import { config } from './config.js';
+import { cache } from './cache.js';
 import { cpu } from './cpu.js';
+import { mail } from './mail.js';
+import { views } from './views.js';
 import { db } from './db.js';
 import { httpClient } from './http-client.js';
 import { exception } from './exception.js';
@@ -15,7 +18,7 @@ import { response } from './response.js';
 import { routing } from './routing.js';
 
 /** The core panels in menu order. A new panel: its collector here, its view in views/panels/<id>.eta. */
-export const corePanels: CorePanel[] = [request, response, exception, logs, performance, db, httpClient, cpu, routing, config] as CorePanel[];
+export const corePanels: CorePanel[] = [request, response, exception, logs, performance, db, httpClient, cache, views, mail, cpu, routing, config] as CorePanel[];
 
 export type { Collector, CorePanel, PanelInfo, PanelOptions } from './collector.js';
 

@@ -5,7 +5,7 @@ import type { CorePanel } from './collector.js';
 /** A row of the timeline: a router layer, or what ran inside one (a query, an HTTP call, a span of the app's). */
 export interface TimelineItem {
   name: string;
-  kind: Span['kind'] | 'query' | 'http' | 'span';
+  kind: Span['kind'] | 'query' | 'http' | 'cache' | 'view' | 'mail' | 'span';
   /** Milliseconds since the request arrived. */
   start: number;
   end: number;
@@ -40,13 +40,16 @@ function timelineOf(s: Snapshot): TimelineItem[] | undefined {
   if (inside === undefined) return undefined;
   for (const q of inside.queries) inner.push({ name: short(q.sql.replace(/\s+/g, ' ').trim()), kind: 'query', start: q.start, end: q.end, depth: 1, ...(q.error ? { error: true } : {}) });
   for (const c of inside.calls) inner.push({ name: short(`${c.method} ${c.url}`), kind: 'http', start: c.start, end: c.end, depth: 1, ...(c.error || (c.status ?? 0) >= 500 ? { error: true } : {}) });
+  for (const c of inside.commands ?? []) inner.push({ name: short(c.commands ? `${c.command} (${c.commands.length || c.size || 0} commands)` : [c.command, ...c.args].join(' ')), kind: 'cache', start: c.start, end: c.end, depth: 1, ...(c.error ? { error: true } : {}) });
+  for (const r of inside.renders ?? []) inner.push({ name: short(`render ${r.name}`), kind: 'view', start: r.start, end: r.end, depth: 1, ...(r.error ? { error: true } : {}) });
+  for (const m of inside.mails ?? []) inner.push({ name: short(`mail ${m.message.subject ?? ''}`), kind: 'mail', start: m.start, end: m.end, depth: 1, ...(m.error ? { error: true } : {}) });
   for (const m of inside.marks) inner.push({ name: short(m.name), kind: 'span', start: m.start, end: m.end, depth: 1, ...(m.error ? { error: true } : {}) });
   inner.sort((a, b) => a.start - b.start || b.end - a.end);
   const open: TimelineItem[] = [];
   for (const item of inner) {
     while (open.length > 0 && !(item.start >= open[open.length - 1].start && item.end <= open[open.length - 1].end)) open.pop();
     item.depth = 1 + open.length;
-    if (item.kind === 'span') open.push(item);
+    if (item.kind === 'span' || item.kind === 'view') open.push(item);
   }
   const rows: TimelineItem[] = [];
   let next = 0;

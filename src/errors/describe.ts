@@ -2,6 +2,7 @@ import path from 'node:path';
 import { inspect } from 'node:util';
 import { parse } from 'stacktrace-parser';
 import { excerptOf, isExcerptable, mapToSource, toPath, type Excerpt } from './sources.js';
+import { failedTemplates } from './template.js';
 
 export type { Excerpt } from './sources.js';
 
@@ -104,8 +105,20 @@ function describeError(err: unknown, budget: { reads: number } | undefined): Err
     status: ownStatus(err),
     code: typeof code === 'string' || typeof code === 'number' ? String(code) : undefined,
     stack: cut(stack),
-    frames: framesOf(afterMessage(stack, message), budget),
+    frames: withTemplate(err, framesOf(afterMessage(stack, message), budget), budget),
   };
+}
+
+/** A render error's template first, as the app's code it is: where to look. */
+function withTemplate(err: Error, frames: FrameInfo[], budget: { reads: number } | undefined): FrameInfo[] {
+  const template = failedTemplates.get(err);
+  if (template === undefined) return frames;
+  const frame: FrameInfo = { fn: `template ${template.name}`, file: template.file, line: template.line ?? 0, column: 0, kind: 'app' };
+  if (template.line !== undefined) {
+    if (budget) frame.excerpt = excerptOf(frame.file, frame.line, budget);
+    else frame.source = true;
+  }
+  return [frame, ...frames];
 }
 
 /**

@@ -5,9 +5,12 @@ import { mysql } from './mysql.js';
 import { mysql2 } from './mysql2.js';
 import { pg } from './pg.js';
 import { sqlite3 } from './sqlite3.js';
+import { ioredis } from './ioredis.js';
+import { nodeRedis } from './node-redis.js';
+import { nodemailer } from './nodemailer.js';
 
-/** The drivers recorded with no setup. A new one: its adapter file beside these, and its name here. */
-export const drivers: DriverAdapter[] = [betterSqlite3, pg, mysql2, mysql, sqlite3];
+/** The packages recorded with no setup: databases, caches, mail. A new one: its adapter file beside these, and its name here. */
+export const drivers: DriverAdapter[] = [betterSqlite3, pg, mysql2, mysql, sqlite3, ioredis, nodeRedis, nodemailer];
 
 const requireCache = createRequire(__filename).cache;
 const hooked = new WeakSet<object>();

@@ -1,5 +1,7 @@
 import { plain } from './plain.js';
 import type { CallEntry, Inside, MarkEntry } from './inside.js';
+import type { CommandEntry, ReplyShape } from './commands.js';
+import type { MailMessage } from './mails.js';
 import type { CallerFrom } from './inside.js';
 
 export interface ErrorSummary {
@@ -29,6 +31,41 @@ export interface CapturedCall extends Omit<CallEntry, 'error' | 'caller'> {
   caller?: string;
 }
 
+/** A cache command as it crosses to the writer: arguments as short strings, not yet sanitised. */
+export interface CapturedCommand {
+  client: string;
+  command: string;
+  args: string[];
+  start: number;
+  end: number;
+  reply?: ReplyShape;
+  error?: ErrorSummary;
+  caller?: string;
+  commands?: CapturedCommand[];
+  size?: number;
+}
+
+export interface CapturedRender {
+  name: string;
+  file: string;
+  engine: string;
+  locals: string[];
+  start: number;
+  end: number;
+  error?: ErrorSummary;
+  parent?: number;
+}
+
+export interface CapturedMail {
+  transport: string;
+  message: MailMessage;
+  start: number;
+  end: number;
+  /** The transport's answer, without the message it may hold (that is built again from what is stored, redacted). */
+  info?: unknown;
+  error?: ErrorSummary;
+}
+
 /** What ran inside a request, as plain data. */
 export interface CapturedInside {
   queries: CapturedQuery[];
@@ -37,6 +74,10 @@ export interface CapturedInside {
   calls: CapturedCall[];
   callCount: number;
   marks: MarkEntry[];
+  commands?: CapturedCommand[];
+  commandCount?: number;
+  renders?: CapturedRender[];
+  mails?: CapturedMail[];
 }
 
 const MAX_SQL = 16 * 1024;
@@ -83,8 +124,56 @@ export function captureInside(inside: Inside, end: number): { value: CapturedIns
   });
   const marks = inside.marks.map((m) => ({ ...m, start: at(m.start, end), end: at(m.end, end) }));
   size += marks.length * 96;
-  return {
-    value: { queries, queryCount: inside.queryCount, queryTime: at(inside.queryTime, end), calls, callCount: inside.callCount, marks },
-    size,
-  };
+  const value: CapturedInside = { queries, queryCount: inside.queryCount, queryTime: at(inside.queryTime, end), calls, callCount: inside.callCount, marks };
+  if (inside.commandCount > 0) {
+    value.commands = inside.commands.map((c) => commandOf(c, end));
+    value.commandCount = inside.commandCount;
+    size += inside.commands.length * 256;
+  }
+  if (inside.renders.length > 0) {
+    value.renders = inside.renders.map((r) => {
+      size += 256 + r.file.length;
+      const { error, start, end: ended, ...rest } = r;
+      return { ...rest, start: at(start, end), end: at(ended, end), ...(error !== undefined ? { error: errorSummary(error) } : {}) };
+    });
+  }
+  if (inside.mails.length > 0) value.mails = inside.mails.map((m) => {
+    const mail = mailOf(m, end);
+    size += 1024 + (m.message.text?.toString().length ?? 0) + (m.message.html?.toString().length ?? 0);
+    for (const a of m.message.attachments) size += 64 + ((a.content as { length?: number } | undefined)?.length ?? 0);
+    return mail;
+  });
+  return { value, size };
+}
+
+const MAX_ARGS = 32;
+const MAX_ARG = 200;
+
+/** An argument as a short string: bytes by their length (what they hold is the app's data, and not text). */
+function argOf(arg: unknown): string {
+  if (arg instanceof Uint8Array) return `<${arg.byteLength} bytes>`;
+  const text = typeof arg === 'string' ? arg : String(arg);
+  return text.length > MAX_ARG ? `${text.slice(0, MAX_ARG)}…` : text;
+}
+
+function commandOf(c: CommandEntry, end: number): CapturedCommand {
+  const args = c.args.slice(0, MAX_ARGS).map(argOf);
+  if (c.args.length > MAX_ARGS) args.push(`… ${c.args.length - MAX_ARGS} more`);
+  const out: CapturedCommand = { client: c.client, command: c.command, args, start: at(c.start, end), end: at(c.end, end) };
+  if (c.reply !== undefined) out.reply = c.reply;
+  if (c.error !== undefined) out.error = errorSummary(c.error);
+  if (c.caller !== undefined) out.caller = c.caller;
+  if (c.commands !== undefined) out.commands = c.commands.map((inner) => commandOf(inner, end));
+  if (c.size !== undefined) out.size = c.size;
+  return out;
+}
+
+function mailOf(m: import('./mails.js').MailEntry, end: number): CapturedMail {
+  const out: CapturedMail = { transport: m.transport, message: m.message, start: at(m.start, end), end: at(m.end, end) };
+  if (m.error !== undefined) out.error = errorSummary(m.error);
+  if (m.info !== null && typeof m.info === 'object') {
+    const { message: _built, ...rest } = m.info as { message?: unknown };
+    out.info = plain(rest, PARAMS_BUDGET);
+  }
+  return out;
 }

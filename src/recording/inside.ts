@@ -56,7 +56,7 @@ export interface MarkEntry {
   error: boolean;
 }
 
-/** What ran inside a request: made on its first query, call or span. */
+/** What ran inside a request: made on its first query, call, command, render, mail or span. */
 export interface Inside {
   queries: QueryEntry[];
   /** Every statement, including those past MAX_QUERIES that keep no details. */
@@ -65,6 +65,13 @@ export interface Inside {
   calls: CallEntry[];
   callCount: number;
   marks: MarkEntry[];
+  /** Cache (Redis) commands, a pipeline or MULTI as one entry: see commands.ts. */
+  commands: import('./commands.js').CommandEntry[];
+  commandCount: number;
+  /** Templates rendered: see renders.ts. */
+  renders: import('./renders.js').RenderEntry[];
+  /** Mail sent: see mails.ts. */
+  mails: import('./mails.js').MailEntry[];
 }
 
 /** Details are kept for this many statements (and calls, and spans) per request; the rest are counted and timed. */
@@ -75,7 +82,7 @@ export const MAX_CALLERS = 100;
 export function insideOf(ctx: RequestContext): Inside {
   if (ctx.inside !== undefined) return ctx.inside;
   trackRequests();
-  return (ctx.inside = { queries: [], queryCount: 0, queryTime: 0, calls: [], callCount: 0, marks: [] });
+  return (ctx.inside = { queries: [], queryCount: 0, queryTime: 0, calls: [], callCount: 0, marks: [], commands: [], commandCount: 0, renders: [], mails: [] });
 }
 
 export const sinceStart = (ctx: RequestContext): number => performance.now() - ctx.start;

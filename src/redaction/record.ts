@@ -9,6 +9,8 @@ import { redactedLine } from './log-line.js';
 import { redactHeaders, redactHeaderValue, redactQuery, redactText, redactUrl, redactValue } from './redact.js';
 import { RequestSecrets } from './request-secrets.js';
 import { redactStatement, type RedactedStatement } from './sql.js';
+import { redactCommand } from './commands.js';
+import { redactMail, type StoredMail } from './mail.js';
 
 export interface RecordOptions {
   redactKeys: string[];
@@ -20,7 +22,7 @@ export interface RecordedQuery extends CapturedQuery {
   hidden?: RedactedStatement['hidden'];
 }
 
-export type RecordedInside = Omit<CapturedInside, 'queries'> & { queries: RecordedQuery[] };
+export type RecordedInside = Omit<CapturedInside, 'queries' | 'mails'> & { queries: RecordedQuery[]; mails?: StoredMail[] };
 
 /** The columns a record is found by: what lists and search read. */
 export interface RecordSummary {
@@ -100,7 +102,7 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
   };
   const head = part('response', () => headOf(c.head, keys), { head: {}, contentType: undefined, encoding: undefined, setCookies: [] });
   // Statements are redacted with the request's own secrets, read before anything else is.
-  const secrets = c.inside !== undefined && c.inside.queries.length > 0 ? part('db', () => secretsOf(c, head.setCookies, keys), undefined) : undefined;
+  const secrets = c.inside !== undefined && (c.inside.queries.length > 0 || c.inside.commands !== undefined) ? part('db', () => secretsOf(c, head.setCookies, keys), undefined) : undefined;
   const summary: RecordSummary = {
     token: c.token,
     parent: c.parent,
@@ -299,7 +301,11 @@ function redactInside(inside: CapturedInside, keys: string[], secrets: RequestSe
     responseHeaders: redactHeaders((call.responseHeaders ?? {}) as Record<string, unknown>, keys),
     error: call.error && { ...call.error, message: redactText(call.error.message, keys) },
   })), []);
-  return { ...inside, queries, calls };
+  const out: RecordedInside = { ...inside, queries, calls, mails: undefined };
+  if (inside.commands) out.commands = part('cache', () => inside.commands!.map((command) => redactCommand(command, keys, secrets)), []);
+  if (inside.renders) out.renders = part('views', () => inside.renders!.map((r) => (r.error ? { ...r, error: { ...r.error, message: redactText(r.error.message, keys) } } : r)), []);
+  if (inside.mails) out.mails = part('mail', () => inside.mails!.map((mail) => redactMail(mail, keys)), []);
+  return out;
 }
 
 function secretsOf(c: Captured, setCookies: string[], keys: string[]): RequestSecrets {

@@ -15,6 +15,8 @@ import { performance } from 'node:perf_hooks';
 import type { ExplainRegistry } from './explain.js';
 import type { DbData } from '../collectors/db.js';
 import { asCurl, asFetch } from './replay.js';
+import { emlOf } from './eml.js';
+import type { MailData } from '../collectors/mail.js';
 import { compareProfiles, differencesOf } from './compare.js';
 import { callReplayOf, menuOf, parentLinkOf, replayOf, toolbarSummary } from './profile-view.js';
 import { originOf } from '../recording/url.js';
@@ -38,7 +40,7 @@ const MAX_STREAMS = 16;
 const POLL_MS = 250;
 
 /** Panels that have a view of their own; any other (a user's collector) is shown as data. */
-const VIEWS = new Set(['request', 'response', 'exception', 'logs', 'performance', 'db', 'http_client', 'cpu', 'routing', 'config']);
+const VIEWS = new Set(['request', 'response', 'exception', 'logs', 'performance', 'db', 'http_client', 'cache', 'views', 'mail', 'cpu', 'routing', 'config']);
 
 const wantsJson = (req: Request) => {
   const accept = req.headers.accept ?? '';
@@ -241,6 +243,8 @@ export function profilerPages(deps: PagesDeps) {
     if (cpu) return cpuDownload(req, res, cpu[1]);
     const replay = /^\/_profiler\/([0-9a-f]{6,32})\/(curl|fetch)$/.exec(path);
     if (replay) return replayPage(req, res, replay[1], replay[2] as 'curl' | 'fetch');
+    const mail = /^\/_profiler\/([0-9a-f]{6,32})\/mail\/(\d{1,4})(\.eml)?$/.exec(path);
+    if (mail) return mailPage(req, res, mail[1], Number(mail[2]), mail[3] !== undefined);
     const explain = /^\/_profiler\/([0-9a-f]{6,32})\/db\/(\d{1,4})\/explain$/.exec(path);
     if (explain) return explainPage(req, res, explain[1], Number(explain[2]));
     const match = /^\/_profiler\/([^/]+)\/?$/.exec(path);
@@ -343,6 +347,30 @@ export function profilerPages(deps: PagesDeps) {
     res.setHeader('Content-Disposition', `attachment; filename="${token}.cpuprofile"`);
     res.setHeader('Cache-Control', 'no-store');
     res.end(JSON.stringify(raw));
+  }
+
+  /**
+   * Message n's HTML, for the mail panel's frame: sandboxed by its own policy (no script, no form,
+   * no same origin) and loading nothing from the network; or, as .eml, the message to download.
+   */
+  async function mailPage(req: Request, res: Response, token: string, n: number, eml: boolean) {
+    const store = withStore(req, res);
+    if (!store) return;
+    const profile = await readProfile(store, token);
+    if (!profile) return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}".`);
+    const message = (profile.collectors.mail as MailData | undefined)?.messages.find((m) => m.n === n);
+    if (!message) return fail(req, res, 404, 'No such message', `Profile "${token}" has no message ${n}.`);
+    res.setHeader('Cache-Control', 'no-store');
+    if (eml) {
+      res.setHeader('Content-Type', 'message/rfc822');
+      res.setHeader('Content-Disposition', `attachment; filename="${token}-${n}.eml"`);
+      return void res.end(emlOf(message, token));
+    }
+    if (typeof message.html !== 'string') return fail(req, res, 404, 'No HTML', `Message ${n} of profile "${token}" has no HTML kept: its text is on the mail panel.`);
+    res.setHeader('Content-Type', 'text/html; charset=utf-8');
+    res.setHeader('Content-Security-Policy', "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; frame-ancestors 'self'; base-uri 'none'; form-action 'none'");
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    res.end(message.html);
   }
 
   /** Two profiles side by side; the JSON twin lists what differs. */
