@@ -40,14 +40,16 @@ export async function hookEsmNodemailer(tell: (message: string) => void): Promis
     return;
   }
   if (!/[\\/]dist[\\/]cjs[\\/]nodemailer\.js$/.test(main)) return;
-  const esm = pathToFileURL(path.join(path.dirname(main), '..', 'esm', 'mailer', 'index.js')).href;
+  const esm = path.join(path.dirname(main), '..', 'esm', 'mailer', 'index.js');
   try {
-    // import() kept from the CommonJS build's rewriting into require().
-    const load = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<unknown>;
-    hookMailer(await load(esm));
+    // Node 20.19 and 22.12 on require() an ES module (the same instance import() gives); before,
+    // import() is kept from the CommonJS build's rewriting into require().
+    const load = (process.features as { require_module?: boolean }).require_module
+      ? async (file: string) => createRequire(file)(file) as unknown
+      : (new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<unknown>);
+    hookMailer(await load((process.features as { require_module?: boolean }).require_module ? esm : pathToFileURL(esm).href));
   } catch (err) {
     tell(`nodemailer (ES module) at ${esm}: ${(err as Error)?.message ?? err}: its mail is not recorded`);
-    return;
   }
 }
 

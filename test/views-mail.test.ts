@@ -1,0 +1,175 @@
+import express from 'express';
+import { Eta } from 'eta';
+import hbs from 'hbs';
+import nodemailer from 'nodemailer';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { webProfiler } from '../src/index.js';
+import { listen, tempDb, type Running } from './helpers.js';
+
+const views = path.join(import.meta.dirname, 'fixtures', 'views');
+
+let server: Running;
+let profiler: ReturnType<typeof webProfiler>;
+
+beforeAll(async () => {
+  profiler = webProfiler({ database: tempDb(), onError: () => {} });
+  const app = express();
+  app.set('views', views);
+  app.set('view engine', 'ejs');
+  app.engine('hbs', hbs.__express);
+  const eta = new Eta({ views });
+  app.engine('eta', (file: string, options: object, done: (err: unknown, html?: string) => void) => {
+    try {
+      done(null, eta.render(path.basename(file), options));
+    } catch (err) {
+      done(err);
+    }
+  });
+  const streamed = nodemailer.createTransport({ streamTransport: true, buffer: true });
+  const recorded = nodemailer.createTransport(profiler.mailTransport());
+  app.use(profiler);
+  app.get('/page/:file', (req, res) => res.render(req.params.file, { user: 'Ada', title: 'Home' }));
+  app.get('/mail/:how', async (req, res) => {
+    const transport = req.params.how === 'stream' ? streamed : recorded;
+    const info = await transport.sendMail({
+      from: '"Status" <status@example.test>',
+      to: ['ada@example.test', { name: 'Grace', address: 'grace@example.test' }],
+      cc: 'ops@example.test',
+      subject: 'Your password was reset',
+      text: 'Hello Ada. password=hunter2 was set.',
+      html: '<h1>Hello Ada</h1><p id="p">password=hunter2 was set.</p><img src="https://tracker.example.test/pixel.gif"><script>document.getElementById("p").textContent = "SCRIPT RAN"; fetch("/ran")</script>',
+      attachments: [{ filename: 'report.csv', content: 'id,name\n1,Ada\n', contentType: 'text/csv' }, { filename: 'logo.png', content: Buffer.from([137, 80, 78, 71]) }],
+    });
+    res.json({ messageId: info.messageId });
+  });
+  app.get('/mail-fails', async (_req, res) => {
+    const failing = nodemailer.createTransport({ host: '127.0.0.1', port: 9, connectionTimeout: 500 });
+    try {
+      await failing.sendMail({ from: 'a@example.test', to: 'b@example.test', subject: 'never', text: 'x' });
+      res.send('sent');
+    } catch (err) {
+      res.status(502).send((err as Error).message);
+    }
+  });
+  app.use(profiler.errorHandler);
+  server = await listen(app);
+});
+
+afterAll(async () => {
+  await server?.close();
+  profiler?.close();
+});
+
+async function panel(path: string, id: string) {
+  const res = await fetch(server.url + path);
+  const body = await res.text();
+  const token = res.headers.get('x-debug-token')!;
+  const json = await (await fetch(`${server.url}/_profiler/${token}?panel=${id}`, { headers: { accept: 'application/json' } })).json();
+  return { status: res.status, body, token, data: json.data };
+}
+
+describe('the views panel', () => {
+  it.each([
+    ['home', 'ejs', 'home.ejs'],
+    ['home.pug', 'pug', 'home.pug'],
+    ['home.hbs', 'hbs', 'home.hbs'],
+    ['home.eta', 'eta', 'home.eta'],
+  ])('records res.render(%j) with its engine (%s), file, locals and time', async (name, engine, file) => {
+    const { status, body, data } = await panel(`/page/${name}`, 'views');
+    expect(status).toBe(200);
+    expect(body).toContain('Hello Ada');
+    expect(data.count).toBe(1);
+    expect(data.renders[0]).toMatchObject({ name, engine, file: path.join(views, file) });
+    expect(data.renders[0].locals).toEqual(expect.arrayContaining(['user', 'title']));
+    expect(data.renders[0].locals).not.toContain('settings');
+    expect(data.renders[0].duration).toBeGreaterThan(0);
+  });
+
+  it('shows a broken template on the exception page with its file, line and code, and the failed render', async () => {
+    const res = await fetch(`${server.url}/page/broken`, { headers: { accept: 'text/html' } });
+    expect(res.status).toBe(500);
+    const page = await res.text();
+    expect(page).toContain('template broken');
+    expect(page).toContain('broken.ejs');
+    expect(page).toContain('missing.name');
+    const token = res.headers.get('x-debug-token')!;
+    const exception = (await (await fetch(`${server.url}/_profiler/${token}?panel=exception`, { headers: { accept: 'application/json' } })).json()).data;
+    expect(exception.chain[0].frames[0]).toMatchObject({ fn: 'template broken', file: path.join(views, 'broken.ejs'), line: 3, kind: 'app' });
+    expect(exception.chain[0].frames[0].excerpt.lines.join('\n')).toContain('<%= missing.name %>');
+    const rendered = (await (await fetch(`${server.url}/_profiler/${token}?panel=views`, { headers: { accept: 'application/json' } })).json()).data;
+    expect(rendered.errors).toBe(1);
+    expect(rendered.renders[0].error.message).toContain('missing is not defined');
+  });
+
+  it('gives pug errors their line', async () => {
+    const { status, token } = await panel('/page/broken.pug', 'views');
+    expect(status).toBe(500);
+    const exception = (await (await fetch(`${server.url}/_profiler/${token}?panel=exception`, { headers: { accept: 'application/json' } })).json()).data;
+    expect(exception.chain[0].frames[0]).toMatchObject({ fn: 'template broken.pug', line: 3 });
+  });
+});
+
+describe('the mail panel', () => {
+  it.each(['stream', 'recorded'])('records a message sent through %s, with its addresses, bodies (redacted) and attachments', async (how) => {
+    const { status, data, token } = await panel(`/mail/${how}`, 'mail');
+    expect(status).toBe(200);
+    expect(data.count).toBe(1);
+    const m = data.messages[0];
+    expect(m).toMatchObject({
+      n: 1,
+      subject: 'Your password was reset',
+      from: ['"Status" <status@example.test>'],
+      to: ['ada@example.test', '"Grace" <grace@example.test>'],
+      cc: ['ops@example.test'],
+      bcc: [],
+      transport: how === 'stream' ? 'StreamTransport' : 'web-profiler',
+      attachments: [{ filename: 'report.csv', contentType: 'text/csv', size: 14 }, { filename: 'logo.png', size: 4 }],
+    });
+    expect(m.duration).toBeGreaterThan(0);
+    expect(m.messageId).toMatch(/^<.+@.+>$/);
+    expect(JSON.stringify(data)).not.toContain('hunter2');
+    const eml = await fetch(`${server.url}/_profiler/${token}/mail/1.eml`);
+    expect(eml.status).toBe(200);
+    expect(eml.headers.get('content-type')).toBe('message/rfc822');
+    expect(eml.headers.get('content-disposition')).toBe(`attachment; filename="${token}-1.eml"`);
+    const raw = await eml.text();
+    expect(raw).toContain('Subject: Your password was reset');
+    expect(raw).toContain('To: ada@example.test, "Grace" <grace@example.test>');
+    expect(raw).toContain('filename="report.csv"');
+    expect(raw).toContain(Buffer.from('id,name\n1,Ada\n').toString('base64'));
+    expect(raw).not.toContain(Buffer.from('password=hunter2').toString('base64').slice(0, 16));
+  });
+
+  it('serves the HTML preview under a sandbox policy that loads nothing, behind the access check', async () => {
+    const { token } = await panel('/mail/recorded', 'mail');
+    const preview = await fetch(`${server.url}/_profiler/${token}/mail/1`);
+    expect(preview.status).toBe(200);
+    const csp = preview.headers.get('content-security-policy')!;
+    expect(csp.split(';').map((d) => d.trim())).toEqual(expect.arrayContaining(['sandbox', "default-src 'none'", "img-src data:"]));
+    expect(csp).not.toContain('allow-scripts');
+    expect(csp).not.toContain('allow-same-origin');
+    expect(await preview.text()).toContain('<h1>Hello Ada</h1>');
+    expect((await fetch(`${server.url}/_profiler/${token}/mail/2`)).status).toBe(404);
+    const page = await (await fetch(`${server.url}/_profiler/${token}?panel=mail`)).text();
+    expect(page).toContain(`src="/_profiler/${token}/mail/1"`);
+    expect(page).toContain('sandbox=""');
+  });
+
+  it('records a message the transport could not send, with the error', async () => {
+    const { status, data } = await panel('/mail-fails', 'mail');
+    expect(status).toBe(502);
+    expect(data.errors).toBe(1);
+    expect(data.messages[0].error.message).toMatch(/ECONNREFUSED|connect/);
+  });
+
+  it('puts renders and mail on the timeline and the toolbar', async () => {
+    const res = await fetch(`${server.url}/mail/recorded`);
+    const token = res.headers.get('x-debug-token')!;
+    const perf = (await (await fetch(`${server.url}/_profiler/${token}?panel=performance`, { headers: { accept: 'application/json' } })).json()).data;
+    expect(perf.timeline.filter((r: any) => r.kind === 'mail').map((r: any) => r.name)).toEqual(['mail Your password was reset']);
+    const page = await fetch(`${server.url}/page/home`);
+    const bar = await (await fetch(`${server.url}/_wdt/${page.headers.get('x-debug-token')}`)).text();
+    expect(bar).toMatch(/Views<\/span> <span class="wp-wdt-mono">1 in /);
+  });
+});
