@@ -130,6 +130,16 @@ export function redactText(text: string, keys: string[]): string {
   return out;
 }
 
+/** HTML: as text, and each text node again (a tag's `>` is no separator redactText knows: `<p>password=…`). */
+export function redactMarkup(html: string, keys: string[]): string {
+  const text = redactText(html, keys);
+  if (!mentionsKey(text, keys)) return text;
+  return text.replace(/>([^<]+)</g, (whole, inner: string) => {
+    const redacted = redactText(inner, keys);
+    return redacted === inner ? whole : `>${redacted}<`;
+  });
+}
+
 function mentionsKey(text: string, keys: string[]): boolean {
   const lower = text.toLowerCase();
   return keys.some((k) => lower.includes(k));
