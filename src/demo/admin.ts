@@ -7,7 +7,8 @@ const SESSION_S = 8 * 3600;
 
 const escape = (value: unknown) => String(value).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-function page(title: string, body: string): string {
+/** The admin's layout around a page's body (what res.render makes of a view, see dashboardViews). */
+export function page(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escape(title)} · Platform admin</title>
@@ -44,7 +45,7 @@ async function checkStatus(req: Request, name: 'db' | 'web'): Promise<{ name: st
 }
 
 /** The administration interface, served on its own host name. */
-export function adminRoutes(db: PlatformDb, links: { profiler?: string }) {
+export function adminRoutes(db: PlatformDb, links: { profiler?: string }, refused?: (ip: string) => Promise<void>) {
   const secret = db.signingSecret();
   // Strict, as the app is: /pub/status/db/ is not /pub/status/db.
   const router = express.Router({ strict: true });
@@ -92,22 +93,7 @@ export function adminRoutes(db: PlatformDb, links: { profiler?: string }) {
     const [dbCheck, webCheck] = await Promise.all([checkStatus(req, 'db'), checkStatus(req, 'web')]);
     const groups = db.refusalsByAddress(Date.now() - 24 * 3600 * 1000);
     req.log.info('Dashboard viewed', { admin: account.username });
-    res.type('html').send(page('Dashboard', `
-      <header><strong>Platform admin</strong><span class="muted">Signed in as ${escape(account.username)}</span>
-        ${links.profiler ? `<a href="${escape(links.profiler)}">Profiler</a>` : ''}
-        <form method="post" action="/logout" style="margin:0"><button type="submit">Sign out</button></form></header>
-      <main>
-        <h1>Dashboard</h1>
-        <section class="card" aria-labelledby="health"><h2 id="health">Subsystem health</h2>
-          <table><thead><tr><th>Subsystem</th><th>Status</th><th>Check</th></tr></thead><tbody>
-            ${[dbCheck, webCheck].map((c) => `<tr><td>${c.name}</td><td class="${c.ok ? 'ok' : 'bad'}">${c.ok ? 'healthy' : `failing (${escape(c.detail)})`}</td><td><code>GET /pub/status/${c.name}</code></td></tr>`).join('')}
-          </tbody></table></section>
-        <section class="card" aria-labelledby="refused"><h2 id="refused">Refused authentications, last 24 hours</h2>
-          ${groups.length === 0 ? '<p class="muted">None.</p>' : `<table><thead><tr><th>Client address</th><th>Attempts</th><th>Usernames tried</th><th>Last</th>${links.profiler ? '<th></th>' : ''}</tr></thead><tbody>
-            ${groups.map((g) => `<tr><td><code>${escape(g.ip)}</code></td><td>${g.attempts}</td><td>${escape(g.usernames)}</td><td>${escape(new Date(g.last).toISOString().replace('T', ' ').slice(0, 19))} UTC</td>
-              ${links.profiler ? `<td><a href="${escape(`${links.profiler}search?${new URLSearchParams({ ip: g.ip, method: 'POST', url: '/api/authenticate', status_code: '401' })}`)}">Profiles</a></td>` : ''}</tr>`).join('')}
-          </tbody></table>`}</section>
-      </main>`));
+    res.render('dashboard', { title: 'Dashboard', admin: account.username, profiler: links.profiler, checks: [dbCheck, webCheck], groups });
   });
 
   router.post('/login', express.urlencoded({ extended: false, limit: '10kb' }), async (req, res) => {
@@ -118,6 +104,7 @@ export function adminRoutes(db: PlatformDb, links: { profiler?: string }) {
     if (!account || account.role !== 'admin') {
       db.recordRefusal(req.ip ?? 'unknown', username);
       req.log.warn('Admin sign-in refused', { username, ip: req.ip });
+      await refused?.(req.ip ?? 'unknown').catch((err: Error) => req.log.error('The refusal alert was not sent', { error: err.message }));
       return signIn(res, 401, 'Invalid credentials.', username);
     }
     const exp = Math.floor(Date.now() / 1000) + SESSION_S;

@@ -2,13 +2,20 @@ import express, { type ErrorRequestHandler, type Request, type Response } from '
 import { logger } from '../index.js';
 import { sign, verify, type Claims } from './access-token.js';
 import type { PlatformDb } from './platform-db.js';
+import type { StatusCache } from './status-cache.js';
+
+/** What the routes may use besides the database: a status cache, an alert on a burst of refusals. */
+export interface ApiExtras {
+  cache?: StatusCache;
+  refused?: (ip: string) => Promise<void>;
+}
 
 const TOKEN_LIFETIME_S = 3600;
 
 const apiError = (res: Response, code: number, message: string) => res.status(code).json({ code, message });
 
 /** POST /api/authenticate, GET /api/me and the public status checks. */
-export function apiRoutes(db: PlatformDb) {
+export function apiRoutes(db: PlatformDb, extras: ApiExtras = {}) {
   const secret = db.signingSecret();
   // Strict, as the app is: /pub/status/db/ is not /pub/status/db.
   const router = express.Router({ strict: true });
@@ -24,6 +31,7 @@ export function apiRoutes(db: PlatformDb) {
     if (!account) {
       db.recordRefusal(ip, username);
       req.log.warn('Authentication refused', { username, ip });
+      await extras.refused?.(ip).catch((err: Error) => req.log.error('The refusal alert was not sent', { error: err.message }));
       return apiError(res, 401, 'Invalid credentials.');
     }
     const now = Math.floor(Date.now() / 1000);
@@ -41,8 +49,10 @@ export function apiRoutes(db: PlatformDb) {
     res.json({ id: Number(claims.sub), username: claims.name, role: claims.role, token_expires_at: new Date(claims.exp * 1000).toISOString() });
   });
 
-  const status = (name: 'db' | 'web', check: () => boolean) => (_req: Request, res: Response) => {
-    const ok = check();
+  const status = (name: 'db' | 'web', check: () => boolean) => async (_req: Request, res: Response) => {
+    const cached = (await extras.cache?.healthy(name)) === true;
+    const ok = cached || check();
+    if (ok && !cached) await extras.cache?.remember(name);
     if (!ok) logger.error(`status check failed: ${name}`);
     res.status(ok ? 200 : 503).json({ subsystem: name, status: ok ? 'ok' : 'failing', checked_at: new Date().toISOString() });
   };

@@ -5,6 +5,9 @@ import { adminRoutes } from './admin.js';
 import { apiRoutes } from './api.js';
 import { profilerOptions, type DemoConfig } from './config.js';
 import { PlatformDb } from './platform-db.js';
+import { burstAlerts } from './alerts.js';
+import { StatusCache } from './status-cache.js';
+import { dashboardViews } from './views.js';
 
 export interface SeedAccount {
   username: string;
@@ -29,6 +32,8 @@ export async function createDemoApp(config: DemoConfig, seed?: SeedAccount) {
   // Trailing slashes matter (as in the observed service): /_profiler and /_profiler/ differ.
   app.set('strict routing', true);
   app.use(profiler);
+  dashboardViews(app);
+  const cache = config.redisUrl ? new StatusCache(config.redisUrl) : undefined;
 
   // Each host's routes are a router of the app that steps aside (next('router')) on the other host:
   // real layers, so the profiler's route table and the 404/405 logic see them.
@@ -39,8 +44,9 @@ export async function createDemoApp(config: DemoConfig, seed?: SeedAccount) {
     router.use(routes);
     return router;
   };
-  app.use(onHost(false, apiRoutes(db)));
-  app.use(onHost(true, adminRoutes(db, { profiler: profiler.options.enabled ? '/_profiler/' : undefined })));
+  const refused = burstAlerts(db, profiler);
+  app.use(onHost(false, apiRoutes(db, { cache, refused })));
+  app.use(onHost(true, adminRoutes(db, { profiler: profiler.options.enabled ? '/_profiler/' : undefined }, refused)));
 
   app.use(profiler.notFound);
   app.use(profiler.errorHandler);
@@ -52,6 +58,7 @@ export async function createDemoApp(config: DemoConfig, seed?: SeedAccount) {
     /** The account made at this start, if the database had none (its password is shown once). */
     seeded,
     close() {
+      cache?.close();
       profiler.close();
       db.close();
     },

@@ -15,6 +15,8 @@ export interface DemoConfig {
   profilerSecret?: string;
   /** Retention cap of the profiler (WEB_PROFILER_MAX_PROFILES). */
   maxProfiles: number;
+  /** Where the status checks are cached (REDIS_URL); none: uncached. */
+  redisUrl?: string;
 }
 
 export function configFrom(env: NodeJS.ProcessEnv = process.env): DemoConfig {
@@ -32,6 +34,7 @@ export function configFrom(env: NodeJS.ProcessEnv = process.env): DemoConfig {
     profilerDb: env.WEB_PROFILER_DB ?? path.join(storage, `profiler-${appEnv}.sqlite`),
     profilerSecret: env.WEB_PROFILER_SECRET || undefined,
     maxProfiles: Number(env.WEB_PROFILER_MAX_PROFILES ?? 10_000),
+    redisUrl: env.REDIS_URL || undefined,
   };
 }
 

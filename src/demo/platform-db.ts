@@ -109,6 +109,15 @@ export class PlatformDb {
     this.db.prepare('DELETE FROM refused_authentications WHERE rowid <= ?').run(Number(lastInsertRowid) - MAX_REFUSALS);
   }
 
+  /** The usernames refused from one address since a time, oldest first. */
+  refusalsFrom(ip: string, since: number): string[] {
+    return this.db.prepare("SELECT coalesce(username, '(none)') FROM refused_authentications WHERE ip = ? AND time >= ? ORDER BY time").pluck().all(ip.slice(0, 100), since) as string[];
+  }
+
+  adminNames(): string[] {
+    return this.db.prepare("SELECT username FROM accounts WHERE role = 'admin' ORDER BY id").pluck().all() as string[];
+  }
+
   /** Refusals by client address; each group names at most a few distinct usernames, with how many more there were. */
   refusalsByAddress(since: number, limit = 20): RefusalGroup[] {
     const groups = this.db.prepare(`
