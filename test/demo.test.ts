@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoApp } from '../src/demo/app.js';
 import { configFrom, type AppEnv } from '../src/demo/config.js';
 import { listen, tempDir, type Running } from './helpers.js';
@@ -205,6 +205,33 @@ describe('the admin interface', () => {
     expect(child.parent).toBe(token);
     const signIn = await profile('db', ok.headers['x-debug-token'] as string);
     expect(signIn.queries[0]).toMatchObject({ sql: 'SELECT id, username, role, password_hash FROM accounts WHERE username = ?', params: 'ada', rows: 1 });
+  });
+
+  it('mails the admins on three refused sign-ins within a minute, renders its dashboard as a view, caches its status checks in Redis', async () => {
+    const redisUrl = inject('redisUrl');
+    const other = await startDemo('dev', redisUrl ? { REDIS_URL: redisUrl } : {});
+    const profile = (panel: string, token: unknown) => call(other.url, 'GET', `/_profiler/${token}?panel=${panel}`, { headers: { accept: 'application/json' } }).then((r) => JSON.parse(r.body).data);
+    try {
+      const refusals = [];
+      for (const password of ['a', 'b', 'c']) refusals.push(await call(other.url, 'POST', '/api/authenticate', { headers: json, body: JSON.stringify({ username: 'mallory', password }) }));
+      expect(refusals.map((r) => r.status)).toEqual([401, 401, 401]);
+      expect(await profile('mail', refusals[1].headers['x-debug-token'])).toBeNull();
+      const mail = await profile('mail', refusals[2].headers['x-debug-token']);
+      expect(mail.messages).toEqual([expect.objectContaining({ subject: '3 refused sign-ins from 127.0.0.1 within a minute', to: ['"ada" <ada@localhost>'], transport: 'web-profiler' })]);
+      // Before the dashboard, which checks them too.
+      if (redisUrl) {
+        const first = await call(other.url, 'GET', '/pub/status/web');
+        const second = await call(other.url, 'GET', '/pub/status/web');
+        expect((await profile('cache', second.headers['x-debug-token'])).commands).toEqual([expect.objectContaining({ command: 'get', keys: ['status:web'], hit: true, caller: expect.stringMatching(/status-cache\.ts:\d+$/) })]);
+        expect((await profile('cache', first.headers['x-debug-token'])).commands.map((c: any) => c.command)).toEqual(expect.arrayContaining(['get', 'set']));
+      }
+      const ok = await call(other.url, 'POST', '/login', { host: 'admin.localhost', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(SEED).toString() });
+      const dashboard = await call(other.url, 'GET', '/', { host: 'admin.localhost', headers: { cookie: String(ok.headers['set-cookie']).split(';')[0] } });
+      const views = await profile('views', dashboard.headers['x-debug-token']);
+      expect(views.renders).toEqual([expect.objectContaining({ name: 'dashboard', engine: 'eta', locals: ['title', 'admin', 'profiler', 'checks', 'groups'] })]);
+    } finally {
+      await other.stop();
+    }
   });
 
   it('HEAD /pub/status/db answers 503 when the database is gone, while web stays 200', async () => {

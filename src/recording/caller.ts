@@ -1,9 +1,12 @@
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-/** The package's own directory (src/ or dist/ under it), as a path and as ES modules name it: its frames are never the caller. */
+/** The package's own directory (src/ or dist/ under it), as a path and as ES modules name it: its frames are never the caller, but for the demo's (an app like any other). */
 const OWN = path.resolve(__dirname, '..') + path.sep;
 const OWN_URL = pathToFileURL(OWN).href;
+const DEMO = `${OWN}demo${path.sep}`;
+const DEMO_URL = pathToFileURL(DEMO).href;
+const isOwn = (name: string) => (name.startsWith(OWN_URL) && !name.startsWith(DEMO_URL)) || (name.startsWith(OWN) && !name.startsWith(DEMO));
 const NODE_MODULES = `${path.sep}node_modules${path.sep}`;
 
 type Site = NodeJS.CallSite;
@@ -36,7 +39,7 @@ function frameIn(depth: number): string | undefined | null {
     for (const site of stack) {
       const name = site.getFileName();
       // Tested on the name as V8 has it (a path, or a file: URL for an ES module): converting each costs more than the stack.
-      if (name === undefined || name === null || name.startsWith('node:') || name.startsWith(OWN_URL) || name.startsWith(OWN) || name.includes('/node_modules/') || name.includes(NODE_MODULES)) continue;
+      if (name === undefined || name === null || name.startsWith('node:') || isOwn(name) || name.includes('/node_modules/') || name.includes(NODE_MODULES)) continue;
       const file = name.startsWith('file://') ? fileURLToPath(name) : name;
       if (!path.isAbsolute(file)) continue;
       return `${file}:${site.getLineNumber()}`;
