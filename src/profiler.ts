@@ -22,6 +22,7 @@ import { toolbarInjector } from './web/toolbar.js';
 import { instrumentLoaded } from './instruments/index.js';
 import { hookEsmNodemailer, mailTransport } from './instruments/nodemailer.js';
 import { recordViews } from './instruments/views.js';
+import { hookEsmDrizzle } from './instruments/drizzle.js';
 import { instrumentNest } from './instruments/nestjs.js';
 import { instrumentWinston } from './instruments/winston-writes.js';
 import { ExplainRegistry } from './web/explain.js';
@@ -74,8 +75,9 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     if (isLoaded(ASYNC_LIBRARIES)) trackRequests();
   };
   findDrivers();
-  // An app that imports nodemailer 10 as an ES module runs a copy no require cache lists.
+  // An app that imports nodemailer 10 or drizzle-orm as ES modules runs copies no require cache lists.
   void hookEsmNodemailer(tellOwn);
+  void hookEsmDrizzle(tellOwn);
   exactCpuProfiles();
   const explainable = new ExplainRegistry();
   let appDescribed = false;

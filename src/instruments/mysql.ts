@@ -3,8 +3,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { RequestContext } from '../recording/context.js';
-import { callerFrame } from '../recording/caller.js';
-import { queryEnded, queryStarted, requestOf, type QueryEntry } from '../recording/inside.js';
+import { appCaller, queryEnded, queryStarted, requestOf, type QueryEntry } from '../recording/inside.js';
 import type { DriverAdapter } from './driver.js';
 
 /** A pool's handover to the code that asked for a connection: what runs in there is the asker's. */
@@ -79,7 +78,7 @@ function hookPool(proto: Record<string, unknown>): void {
   proto.getConnection = function (this: unknown, cb: unknown) {
     const ctx = typeof cb === 'function' ? requestOf() : undefined;
     if (ctx === undefined) return (getConnection as (cb: unknown) => unknown).call(this, cb);
-    const caller = callerFrame();
+    const caller = appCaller();
     const from = performance.now();
     const bound = AsyncResource.bind(function (this: unknown, ...args: unknown[]) {
       handovers.push({ ctx, caller, wait: performance.now() - from });

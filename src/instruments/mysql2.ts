@@ -4,8 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { RequestContext } from '../recording/context.js';
-import { callerFrame } from '../recording/caller.js';
-import { queryEnded, queryStarted, requestOf, type QueryEntry } from '../recording/inside.js';
+import { appCaller, queryEnded, queryStarted, requestOf, type QueryEntry } from '../recording/inside.js';
 import { ownerOf, type DriverAdapter } from './driver.js';
 
 /** What mysql2 publishes about a statement: the SQL as sent (values written in, for query()), and its values. */
@@ -86,7 +85,7 @@ export const mysql2: DriverAdapter = {
       start(message) {
         try {
           const ctx = requestOf();
-          if (ctx !== undefined) asking.set(message as object, { ctx, caller: callerFrame(), from: performance.now() });
+          if (ctx !== undefined) asking.set(message as object, { ctx, caller: appCaller(), from: performance.now() });
         } catch {
           // Unrecorded.
         }
@@ -176,7 +175,7 @@ function hookCommands(loaded: Mysql2Module): boolean {
     pool.getConnection = function (this: unknown, cb: (...args: unknown[]) => unknown) {
       const ctx = typeof cb === 'function' ? requestOf() : undefined;
       if (ctx === undefined) return getConnection.call(this, cb);
-      const asked: Asked = { ctx, caller: callerFrame(), from: performance.now() };
+      const asked: Asked = { ctx, caller: appCaller(), from: performance.now() };
       const bound = AsyncResource.bind(function (this: unknown, ...args: unknown[]) {
         handovers.push({ ...asked, wait: performance.now() - asked.from });
         try {

@@ -1,9 +1,9 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { requestOf } from '../recording/inside.js';
 import { mailEnded, mailOf, mailStarted } from '../recording/mails.js';
 import { ownerOf, type DriverAdapter } from './driver.js';
+import { esmCopy } from './esm-copy.js';
 
 type Callback = (err: unknown, info?: unknown) => unknown;
 interface Mailer {
@@ -31,25 +31,13 @@ export const nodemailer: DriverAdapter = {
   },
 };
 
-/** nodemailer 10 is also an ES module: an app that imports it runs that copy, which no require cache lists. */
+/** nodemailer 10 is also an ES module: the copy an app that imports it runs. */
 export async function hookEsmNodemailer(tell: (message: string) => void): Promise<void> {
-  let main: string;
   try {
-    main = createRequire(path.join(process.cwd(), 'index.js')).resolve('nodemailer');
-  } catch {
-    return;
-  }
-  if (!/[\\/]dist[\\/]cjs[\\/]nodemailer\.js$/.test(main)) return;
-  const esm = path.join(path.dirname(main), '..', 'esm', 'mailer', 'index.js');
-  try {
-    // Node 20.19 and 22.12 on require() an ES module (the same instance import() gives); before,
-    // import() is kept from the CommonJS build's rewriting into require().
-    const load = (process.features as { require_module?: boolean }).require_module
-      ? async (file: string) => createRequire(file)(file) as unknown
-      : (new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<unknown>);
-    hookMailer(await load((process.features as { require_module?: boolean }).require_module ? esm : pathToFileURL(esm).href));
+    const copy = await esmCopy('nodemailer', (cjs) => (/[\\/]dist[\\/]cjs[\\/]nodemailer\.js$/.test(cjs) ? path.join(path.dirname(cjs), '..', 'esm', 'mailer', 'index.js') : undefined));
+    if (copy) hookMailer(copy.module);
   } catch (err) {
-    tell(`nodemailer (ES module) at ${esm}: ${(err as Error)?.message ?? err}: its mail is not recorded`);
+    tell(`nodemailer (ES module): ${(err as Error)?.message ?? err}: its mail is not recorded`);
   }
 }
 

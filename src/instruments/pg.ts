@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { RequestContext } from '../recording/context.js';
-import { callerFrame } from '../recording/caller.js';
-import { queryEnded, queryStarted, requestOf } from '../recording/inside.js';
+import { appCaller, queryEnded, queryStarted, requestOf } from '../recording/inside.js';
 import { ownerOf, type DriverAdapter, type PlanRow } from './driver.js';
 
 type Fn = (this: any, ...args: any[]) => any;
@@ -138,7 +137,7 @@ function poolQuery(original: Fn): Fn {
     const ctx = text?.[kOwn] || this[kOwn] ? undefined : requestOf();
     if (ctx === undefined) return original.apply(this, arguments as never);
     const outer = asking;
-    asking = { ctx, caller: callerFrame() };
+    asking = { ctx, caller: appCaller() };
     try {
       return original.apply(this, arguments as never);
     } finally {

@@ -100,7 +100,7 @@ export function queryStarted(ctx: RequestContext, driver: string, sql: string, p
   };
   if (inside.queries.length < MAX_QUERIES) {
     entry.kept = true;
-    entry.caller = caller ?? (inside.queries.length < MAX_CALLERS ? callerFrame() : undefined);
+    entry.caller = caller ?? (inside.queries.length < MAX_CALLERS ? appCaller() : undefined);
     inside.queries.push(entry);
   }
   return entry;
@@ -113,6 +113,26 @@ export function queryEnded(ctx: RequestContext, entry: QueryEntry, rows: number 
   if (error !== undefined) entry.error = error;
   insideOf(ctx).queryTime += entry.end - entry.start;
 }
+
+/** The app's line that awaited the query running now, where its driver's stack no longer has it (see instruments/drizzle.ts). */
+let awaitedAt: string | undefined;
+
+/** The app's line that led here: on the stack, or where it awaited the query under way (a pool asks for a connection there). */
+export const appCaller = (): string | undefined => awaitedAt ?? callerFrame();
+
+/** Runs fn, whose statements the app awaited at `caller`. */
+export function awaitedFrom<T>(caller: string | undefined, fn: () => T): T {
+  const outer = awaitedAt;
+  awaitedAt = caller;
+  try {
+    return fn();
+  } finally {
+    awaitedAt = outer;
+  }
+}
+
+/** Whether a line is still worth looking for: within the first MAX_CALLERS statements of the request. */
+export const wantsCaller = (ctx: RequestContext): boolean => (ctx.inside?.queries.length ?? 0) < MAX_CALLERS;
 
 /** The request a driver's call belongs to, unless the profiler is at work itself. */
 export function requestOf(): RequestContext | undefined {
