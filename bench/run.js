@@ -11,7 +11,7 @@ import { serialiseRecord } from '../dist/storage/profile.js';
 import { recordOf } from '../dist/redaction/record.js';
 import { processConfig } from '../dist/recording/process-config.js';
 import { resolveOptions } from '../dist/options.js';
-import { startPostgres } from '../test/servers.js';
+import { startPostgres, startRedis } from '../test/servers.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const work = mkdtempSync(path.join(tmpdir(), 'wp-bench-'));
@@ -129,11 +129,15 @@ async function overhead(name, seconds, amount, pg, env) {
  * of a bare and of a recorded server, alternately; the difference of the medians, per operation.
  */
 async function perOperation(rounds) {
-  const bare = await startServer('bare');
-  const recorded = await startServer('recorded', path.join(work, 'micro.sqlite'));
+  const redis = await startRedis();
+  const env = typeof redis === 'string' ? {} : { REDIS_URL: redis.url };
+  const bare = await startServer('bare', undefined, undefined, undefined, env);
+  const recorded = await startServer('recorded', path.join(work, 'micro.sqlite'), undefined, undefined, env);
   const time = async (server, what, n) => (await (await fetch(`${server.url}/micro/${what}?n=${n}`)).json()).ms;
   const out = {};
-  for (const [what, n] of [['queries', 100], ['calls', 40], ['pino', 200], ['winston', 200]]) {
+  if (typeof redis === 'string') out.redisMissing = redis;
+  const measured = [['queries', 100], ['calls', 40], ['pino', 200], ['winston', 200], ...(typeof redis === 'string' ? [] : [['redis', 100]]), ['renders', 100], ['mails', 20]];
+  for (const [what, n] of measured) {
     const a = [];
     const b = [];
     for (let i = 0; i < rounds + 3; i++) {
@@ -148,6 +152,7 @@ async function perOperation(rounds) {
   }
   await bare.stop();
   await recorded.stop();
+  if (typeof redis !== 'string') redis.stop();
   return out;
 }
 
@@ -299,6 +304,11 @@ const rows = [
   ['One loopback fetch: bare / recorded', `${results.perOperation.calls.bareUs} / ${results.perOperation.calls.recordedUs} µs`, `+${results.perOperation.calls.costUs} µs`, ''],
   ['One pino line: bare / recorded', `${results.perOperation.pino.bareUs} / ${results.perOperation.pino.recordedUs} µs`, `+${results.perOperation.pino.costUs} µs`, ''],
   ['One winston line: bare / recorded', `${results.perOperation.winston.bareUs} / ${results.perOperation.winston.recordedUs} µs`, `+${results.perOperation.winston.costUs} µs`, ''],
+  results.perOperation.redis
+    ? ['One Redis GET (ioredis, its channels): bare / recorded', `${results.perOperation.redis.bareUs} / ${results.perOperation.redis.recordedUs} µs`, `+${results.perOperation.redis.costUs} µs`, '']
+    : ['One Redis GET', 'not measured', results.perOperation.redisMissing, ''],
+  ['One ejs render (res.render path): bare / recorded', `${results.perOperation.renders.bareUs} / ${results.perOperation.renders.recordedUs} µs`, `+${results.perOperation.renders.costUs} µs`, ''],
+  ['One nodemailer message (streamTransport): bare / recorded', `${results.perOperation.mails.bareUs} / ${results.perOperation.mails.recordedUs} µs`, `+${results.perOperation.mails.costUs} µs`, ''],
   ['Completeness, hello: answered / stored (distinct)', `${results.hello.answered} / ${results.hello.stored} (${results.hello.distinct})`, results.hello.answered === results.hello.distinct ? 'none lost' : 'MISMATCH', '0 lost'],
   ['Completeness, realistic: answered / stored (distinct)', `${results.realistic.answered} / ${results.realistic.stored} (${results.realistic.distinct})`, results.realistic.answered === results.realistic.distinct ? 'none lost' : 'MISMATCH', '0 lost'],
   ['List page, 100k profiles: median / p95', `${results.ui.list.median} / ${results.ui.list.p95} ms`, '', '< 50 ms'],

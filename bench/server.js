@@ -4,7 +4,12 @@ import Database from 'better-sqlite3';
 import express5 from 'express';
 import express4 from 'express4';
 import http from 'node:http';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import ejs from 'ejs';
+import { Redis } from 'ioredis';
+import nodemailer from 'nodemailer';
 import pino from 'pino';
 import winston from 'winston';
 import { webProfiler } from '../dist/index.js';
@@ -62,6 +67,34 @@ app.get('/micro/calls', async (req, res) => {
   const n = Number(req.query.n);
   const started = performance.now();
   for (let i = 0; i < n; i++) await (await fetch(upstreamUrl)).arrayBuffer();
+  res.json({ ms: performance.now() - started });
+});
+
+// A cache command on Debian's redis-server (REDIS_URL, started by the runner), a render, a message sent.
+const redis = process.env.REDIS_URL ? new Redis(process.env.REDIS_URL) : undefined;
+if (redis) await redis.set('bench:status', 'green');
+app.get('/micro/redis', async (req, res) => {
+  const n = Number(req.query.n);
+  const started = performance.now();
+  for (let i = 0; i < n; i++) await redis.get('bench:status');
+  res.json({ ms: performance.now() - started });
+});
+const views = path.join(path.dirname(fileURLToPath(import.meta.url)), 'views');
+app.set('views', views);
+app.set('view engine', 'ejs');
+app.engine('ejs', ejs.__express);
+const renderOnce = (locals) => new Promise((resolve, reject) => app.render('page', locals, (err, html) => (err ? reject(err) : resolve(html))));
+app.get('/micro/renders', async (req, res) => {
+  const n = Number(req.query.n);
+  const started = performance.now();
+  for (let i = 0; i < n; i++) await renderOnce({ title: 'Orders', items: [1, 2, 3] });
+  res.json({ ms: performance.now() - started });
+});
+const mailer = nodemailer.createTransport({ streamTransport: true, buffer: true });
+app.get('/micro/mails', async (req, res) => {
+  const n = Number(req.query.n);
+  const started = performance.now();
+  for (let i = 0; i < n; i++) await mailer.sendMail({ from: 'shop@example.test', to: 'ada@example.test', subject: 'Your order', text: 'Thank you for your order.', html: '<p>Thank you for your <b>order</b>.</p>' });
   res.json({ ms: performance.now() - started });
 });
 

@@ -3,7 +3,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { freePort, privateDir, root, startPostgres, why } from './servers.js';
+import { freePort, privateDir, root, startPostgres, startRedis, why } from './servers.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -51,21 +51,6 @@ async function startMariadb(): Promise<{ url: string; stop(): void } | string> {
   }
   stop();
   return 'MariaDB did not start within 30 s';
-}
-
-/** Debian's redis-server on a private port, in memory only. */
-async function startRedis(): Promise<{ url: string; stop(): void } | string> {
-  const bin = ['/usr/bin/redis-server', '/usr/sbin/redis-server'].find((b) => existsSync(b));
-  if (!bin) return 'no redis-server at /usr/bin/redis-server (apt-get install -y redis-server)';
-  const port = await freePort();
-  const server = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], { stdio: 'ignore' });
-  const stop = () => void server.kill('SIGKILL');
-  for (let i = 0; i < 100 && server.exitCode === null; i++) {
-    if (await accepts(port)) return { url: `redis://127.0.0.1:${port}`, stop };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  stop();
-  return 'redis-server did not start within 10 s';
 }
 
 /**

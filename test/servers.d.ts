@@ -15,3 +15,5 @@ export interface PostgresServer {
 export declare function startPostgres(): Promise<PostgresServer | string>;
 
 export declare function startNginx(upstream: string, location?: string): Promise<{ url: string; stop(): void } | string>;
+
+export declare function startRedis(): Promise<{ url: string; stop(): void } | string>;

@@ -102,3 +102,18 @@ http { access_log off; ${temp}
   stop();
   return `nginx did not start: ${log || `exit ${server.exitCode}`}`;
 }
+
+/** Debian's redis-server on a private port, in memory only: its URL and stop(), or why there is none. */
+export async function startRedis() {
+  const bin = ['/usr/bin/redis-server', '/usr/sbin/redis-server'].find((b) => existsSync(b));
+  if (!bin) return 'no redis-server at /usr/bin/redis-server (apt-get install -y redis-server)';
+  const port = await freePort();
+  const server = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], { stdio: 'ignore' });
+  const stop = () => void server.kill('SIGKILL');
+  for (let i = 0; i < 100 && server.exitCode === null; i++) {
+    if (await new Promise((resolve) => connect(port, '127.0.0.1').on('connect', function () { this.destroy(); resolve(true); }).on('error', () => resolve(false)))) return { url: `redis://127.0.0.1:${port}`, stop };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  stop();
+  return 'redis-server did not start within 10 s';
+}
