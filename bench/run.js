@@ -136,7 +136,7 @@ async function perOperation(rounds) {
   const time = async (server, what, n) => (await (await fetch(`${server.url}/micro/${what}?n=${n}`)).json()).ms;
   const out = {};
   if (typeof redis === 'string') out.redisMissing = redis;
-  const measured = [['queries', 100], ['calls', 40], ['pino', 200], ['winston', 200], ...(typeof redis === 'string' ? [] : [['redis', 100]]), ['renders', 100], ['mails', 20]];
+  const measured = [['queries', 100], ['calls', 40], ['pino', 200], ['winston', 200], ...(typeof redis === 'string' ? [] : [['redis', 100]]), ['renders', 100], ['mails', 50]];
   for (const [what, n] of measured) {
     const a = [];
     const b = [];
