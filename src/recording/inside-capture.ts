@@ -2,6 +2,7 @@ import { plain } from './plain.js';
 import type { CallEntry, Inside, MarkEntry } from './inside.js';
 import type { CommandEntry, ReplyShape } from './commands.js';
 import type { MailMessage } from './mails.js';
+import type { RenderEntry } from './renders.js';
 import type { CallerFrom } from './inside.js';
 
 export interface ErrorSummary {
@@ -45,15 +46,9 @@ export interface CapturedCommand {
   size?: number;
 }
 
-export interface CapturedRender {
-  name: string;
-  file: string;
-  engine: string;
-  locals: string[];
-  start: number;
-  end: number;
+/** A render as it crosses to the writer: its error summarised. */
+export interface CapturedRender extends Omit<RenderEntry, 'error'> {
   error?: ErrorSummary;
-  parent?: number;
 }
 
 export interface CapturedMail {
