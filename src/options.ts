@@ -108,6 +108,9 @@ const PRODUCTION = /^(prod|production)$/i;
 const isProduction = (env: NodeJS.ProcessEnv): boolean =>
   ['NODE_ENV', 'APP_ENV', 'ENVIRONMENT'].some((name) => PRODUCTION.test((env[name] ?? '').trim()));
 
+/** Under a test runner: NODE_ENV=test (vitest, jest), or a file `node --test` runs. */
+export const isTestRun = (env: NodeJS.ProcessEnv): boolean => (env.NODE_ENV ?? '').trim().toLowerCase() === 'test' || env.NODE_TEST_CONTEXT !== undefined;
+
 export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.ProcessEnv = process.env): ResolvedOptions {
   const tokenLength = options.tokenLength ?? 6;
   if (!Number.isInteger(tokenLength) || tokenLength < 6 || tokenLength > 32) {
@@ -128,7 +131,8 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
   return {
     enabled: options.enabled ?? !isProduction(env),
     debug: options.debug ?? !isProduction(env),
-    database: options.database ?? env.WEB_PROFILER_DB ?? path.resolve('storage', 'profiler.sqlite'),
+    // Under a test runner nothing is left behind: profiles live as long as the process.
+    database: options.database ?? env.WEB_PROFILER_DB ?? (isTestRun(env) ? ':memory:' : path.resolve('storage', 'profiler.sqlite')),
     schema,
     instance,
     tokenLength,

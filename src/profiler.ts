@@ -22,6 +22,9 @@ import { toolbarInjector } from './web/toolbar.js';
 import { instrumentLoaded } from './instruments/index.js';
 import { hookEsmNodemailer, mailTransport } from './instruments/nodemailer.js';
 import { recordViews } from './instruments/views.js';
+import { answer, KEPT_FAILURES, type Failure, type Readable } from './testing/registry.js';
+import { panelOptionsOf, readProfile } from './collectors/index.js';
+import type { RequestContext } from './recording/context.js';
 import { hookEsmDrizzle } from './instruments/drizzle.js';
 import { instrumentNest } from './instruments/nestjs.js';
 import { instrumentWinston } from './instruments/winston-writes.js';
@@ -46,8 +49,12 @@ export interface WebProfiler extends RequestHandler {
   mailTransport(): ReturnType<typeof mailTransport>;
 }
 
-/** Libraries whose use comes after awaits (better-sqlite3 is not one: the profiler loads it itself, and it is synchronous). */
-const ASYNC_LIBRARIES = /[\\/]node_modules[\\/](pg|pg-pool|mysql2|ioredis[^\\/]*|@redis|mongodb|nodemailer|pino|winston|undici)[\\/]/;
+/**
+ * Libraries whose use comes after awaits (better-sqlite3 is not one: the profiler loads it itself,
+ * and it is synchronous; nor is nodemailer, whose ES-module copy the profiler loads to follow it:
+ * a first message sent switches tracking on, as a first query does).
+ */
+const ASYNC_LIBRARIES = /[\\/]node_modules[\\/](pg|pg-pool|mysql2|ioredis[^\\/]*|@redis|mongodb|pino|winston|undici)[\\/]/;
 
 /** Read from req.url, not req.path: this runs on every request and parsing the URL is not free. */
 const isProfilerPath = (url: string) =>
@@ -96,6 +103,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     done: (ctx) => {
       writer.push(capture(ctx, options.collectors, options, tellOwn));
       if (ctx.inside !== undefined) explainable.keep(ctx.token, ctx.inside.queries);
+      if (ctx.res.statusCode >= 500 || ctx.error !== undefined) noteFailure(failures, ctx);
     },
     serverTiming: options.serverTiming,
     inject: debug ? toolbarInjector(tellOwn) : undefined,
@@ -114,6 +122,22 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     // A shared store's tokens carry this instance's slot in front of what the bitmap holds.
     drew: (token) => (storage.shared ? drewShared(token, writer) : writer.taken.has(token)),
   });
+  const failures: Failure[] = [];
+  // What the app's tests read (express-web-profiler/testing): a profile at once, and the requests that failed.
+  const readable: Readable = {
+    async read(token) {
+      // Written at once, as flush() writes (a test process may have nothing else keeping it alive while it waits).
+      record.finishEnded();
+      writer.flush();
+      const store = storage.read();
+      return store && readProfile(store, token, panelOptionsOf(options));
+    },
+    failures(since) {
+      record.finishEnded();
+      return failures.filter((f) => f.time >= since);
+    },
+  };
+  const unanswer = answer(readable);
   return assemble(options, {
     record,
     pages,
@@ -124,11 +148,17 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
       return writer.flush();
     },
     close: () => {
+      unanswer();
       record.finishEnded();
       writer.close();
       storage.close();
     },
   });
+}
+
+function noteFailure(failures: Failure[], ctx: RequestContext): void {
+  if (failures.length >= KEPT_FAILURES) failures.shift();
+  failures.push({ token: ctx.token, time: ctx.time, status: ctx.res.statusCode });
 }
 
 function drewShared(token: string, writer: ProfileWriter): boolean {

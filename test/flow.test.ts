@@ -3,10 +3,10 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 // Data walks one way: capture (recording, instruments) → store (redaction, storage) → derive
-// (collectors) → show (web). A folder may import those before it, never those after; the files
+// (collectors) → show (web, and testing: what an app's tests read). A folder may import those before it, never those after; the files
 // at the top of src/ wire them together.
 const SRC = path.resolve(__dirname, '../src');
-const ORDER = ['errors', 'recording', 'instruments', 'redaction', 'storage', 'collectors', 'web', 'cli', 'demo'];
+const ORDER = ['errors', 'recording', 'instruments', 'redaction', 'storage', 'collectors', 'web', 'testing', 'cli', 'demo'];
 
 /** Each source file's folder and the folders its imports (type-only ones too) reach. */
 function folderImports(): { file: string; from: string; to: string }[] {

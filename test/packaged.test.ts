@@ -238,3 +238,46 @@ describe('TypeScript compiled to CommonJS by tsc', () => {
     expect(out.logs).toContain('and from the logger');
   });
 });
+
+describe("an app's own tests read its profiles: vitest, jest 29 and node --test, with supertest", () => {
+  // The runners' own variables (vitest's included) stay out of the project's runs.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(VITEST|NODE_ENV|WEB_PROFILER_)/.test(name)));
+  const runner = (dir: string, ...args: string[]) => run(process.execPath, args, { cwd: dir, timeout: 90_000, env }).then(
+    ({ stdout, stderr }) => ({ code: 0, out: plainText(stdout + stderr) }),
+    (err: { code?: number; stdout?: string; stderr?: string }) => ({ code: err.code ?? -1, out: plainText(`${err.stdout ?? ''}${err.stderr ?? ''}`) }),
+  );
+  // eslint-disable-next-line no-control-regex
+  const plainText = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '');
+  const links = { 'better-sqlite3': 'better-sqlite3', express: 'express' };
+
+  it('vitest: profileOf, the matchers passing and failing with what ran, and a failed test showing the exception', async () => {
+    const dir = install('in-tests', { ...links, supertest: 'supertest', vitest: 'vitest' });
+    const { code, out } = await runner(dir, path.resolve('node_modules/vitest/vitest.mjs'), 'run', '--color=false');
+    expect(out).toMatch(/Tests\s+1 failed \| 3 passed \(4\)/);
+    expect(code).toBe(1);
+    // The one failing on purpose: its report names the request, the exception, the app's frame, the log line and the profile.
+    expect(out).toContain('The requests that failed during this test (express-web-profiler):');
+    expect(out).toMatch(/GET http:\/\/127\.0\.0\.1:\d+\/orders\/7 answered 500\n\s+Error: the order service is down \(order 7\)\n\s+at .*app\.js:\d+/);
+    expect(out).toContain('[info] looking up the order');
+    expect(out).toMatch(/profile: http:\/\/127\.0\.0\.1:\d+\/_profiler\/[0-9a-f]{6}/);
+  });
+
+  it('jest 29: the same through its environment, and jest exits by itself (no open handle)', async () => {
+    // Copied: jest's module map does not follow a linked package.
+    const dir = install('in-tests', {}, { ...links, supertest: 'supertest' }, { 'jest.config.js': "module.exports = { testEnvironment: 'express-web-profiler/jest-environment', testMatch: ['**/posts.jest.test.js'] };\n" });
+    const { code, out } = await runner(dir, path.resolve('node_modules/jest/bin/jest.js'), '--ci', '--colors=false', '--detectOpenHandles');
+    expect(out).toMatch(/Tests:\s+1 failed, 3 passed, 4 total/);
+    expect(code).toBe(1);
+    expect(out).toMatch(/GET http:\/\/127\.0\.0\.1:\d+\/orders\/7 answered 500\n\s+Error: the order service is down \(order 7\)/);
+    expect(out).not.toMatch(/did not exit|open handle/i);
+    // Nothing of the profiler's own on the way (its ES-module hooks stay quiet where jest cannot load ES modules).
+    expect(out).not.toContain('[web-profiler]');
+  });
+
+  it('node --test: profileOf and the node:assert functions', async () => {
+    const dir = install('in-tests', { ...links, supertest: 'supertest' });
+    const { code, out } = await runner(dir, '--test', 'posts.node-test.mjs');
+    expect(out).toMatch(/# pass 3\n# fail 0/);
+    expect(code).toBe(0);
+  });
+});

@@ -46,6 +46,8 @@ export async function hookEsmDrizzle(tell: (message: string) => void): Promise<v
     const dialects = await Promise.all(DIALECTS.map((d) => esmCopy(`drizzle-orm/${d}`, (cjs) => cjs.replace(/\.cjs$/, '.js')).catch(() => undefined)));
     hookQueries(copy.module, dialects.map((d) => d?.module));
   } catch (err) {
+    // A module system that loads no ES module (jest's) runs the CommonJS copy, hooked as any.
+    if ((err as Error)?.name === 'SyntaxError') return;
     tell(`drizzle-orm (ES module): ${(err as Error)?.message ?? err}: its queries keep the line that answered the request`);
   }
 }

@@ -37,6 +37,8 @@ export async function hookEsmNodemailer(tell: (message: string) => void): Promis
     const copy = await esmCopy('nodemailer', (cjs) => (/[\\/]dist[\\/]cjs[\\/]nodemailer\.js$/.test(cjs) ? path.join(path.dirname(cjs), '..', 'esm', 'mailer', 'index.js') : undefined));
     if (copy) hookMailer(copy.module);
   } catch (err) {
+    // A module system that loads no ES module (jest's) runs the CommonJS copy, hooked as any.
+    if ((err as Error)?.name === 'SyntaxError') return;
     tell(`nodemailer (ES module): ${(err as Error)?.message ?? err}: its mail is not recorded`);
   }
 }

@@ -1,6 +1,6 @@
 import * as zlib from 'node:zlib';
 import type { WireBody } from '../recording/capture.js';
-import { redactMarkup, redactText, redactValue } from './redact.js';
+import { redactText, redactValue } from './redact.js';
 
 /** A body kept as bytes: at most bodyLimit + 1 of them (enough to tell it was cut), and its full size. */
 export interface RawBody {
@@ -55,7 +55,7 @@ export function describeBytes(raw: RawBody, contentType: string | undefined, lim
       // Not JSON after all: shown as text.
     }
   }
-  return described({ size, contentType, kind: 'text', text: (/html/i.test(contentType ?? '') ? redactMarkup : redactText)(text, keys), truncated });
+  return described({ size, contentType, kind: 'text', text: redactText(text, keys), truncated });
 }
 
 type Decoder = (bytes: Buffer, options: zlib.ZlibOptions & zlib.BrotliOptions) => Buffer;

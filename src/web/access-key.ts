@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { IncomingMessage } from 'node:http';
-import type { ResolvedOptions } from '../options.js';
+import { isTestRun, type ResolvedOptions } from '../options.js';
 import { isPostgresUrl } from '../storage/location.js';
 import { SECRET_QUERY } from './access.js';
 
@@ -72,4 +72,4 @@ export function keyLink(req: IncomingMessage & { baseUrl?: string }, key: string
 }
 
 export const announcesKey = (options: ResolvedOptions, env: NodeJS.ProcessEnv = process.env) =>
-  options.keyMade && !options.trustLocal && env.NODE_ENV !== 'test';
+  options.keyMade && !options.trustLocal && !isTestRun(env);
