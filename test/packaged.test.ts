@@ -276,7 +276,7 @@ describe("an app's own tests read its profiles: vitest, jest 29 and node --test,
 
   it('node --test: profileOf and the node:assert functions', async () => {
     const dir = install('in-tests', { ...links, supertest: 'supertest' });
-    const { code, out } = await runner(dir, '--test', 'posts.node-test.mjs');
+    const { code, out } = await runner(dir, '--test', '--test-reporter=tap', 'posts.node-test.mjs');
     expect(out).toMatch(/# pass 3\n# fail 0/);
     expect(code).toBe(0);
   });
