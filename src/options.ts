@@ -60,6 +60,8 @@ export interface ProfilerOptions {
   linkHosts?: string[];
   /** Add a Server-Timing header (db, http, app) to the app's responses, for browser devtools. Default off: it is a header the app did not set. */
   serverTiming?: boolean;
+  /** Keep the values of the locals each view is rendered with (redacted, within 8 KiB a render), not only their names. Default off. */
+  viewLocals?: boolean;
 }
 
 export interface ResolvedOptions {
@@ -90,6 +92,7 @@ export interface ResolvedOptions {
   slowQuery: number;
   linkHosts: string[];
   serverTiming: boolean;
+  viewLocals: boolean;
   /** Every panel in menu order: the core ones, then the app's. */
   panels: PanelInfo[];
 }
@@ -152,6 +155,7 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
     slowQuery: options.slowQuery ?? 100,
     linkHosts: (options.linkHosts ?? []).map((h) => h.toLowerCase()),
     serverTiming: options.serverTiming ?? false,
+    viewLocals: options.viewLocals ?? false,
     panels: [...corePanels, ...(options.collectors ?? [])],
   };
 }

@@ -106,6 +106,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
       if (ctx.res.statusCode >= 500 || ctx.error !== undefined) noteFailure(failures, ctx);
     },
     serverTiming: options.serverTiming,
+    viewLocals: options.viewLocals,
     inject: debug ? toolbarInjector(tellOwn) : undefined,
     failed: (err) => tellOwn(`recording a request failed: ${(err as Error)?.message ?? err}`),
   });

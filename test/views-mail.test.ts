@@ -102,6 +102,26 @@ describe('the views panel', () => {
     expect(rendered.renders[0].error.message).toContain('missing is not defined');
   });
 
+  it('keeps the locals\' values only where the viewLocals option asks, redacted', async () => {
+    expect((await panel('/page/home', 'views')).data.renders[0].values).toBeUndefined();
+    const own = webProfiler({ database: tempDb(), viewLocals: true, onError: () => {} });
+    const app = express();
+    app.set('views', views);
+    app.set('view engine', 'ejs');
+    app.use(own);
+    app.get('/', (_req, res) => res.render('home', { user: 'Ada', title: 'Home', password: 'hunter2', cart: { items: 2 } }));
+    const other = await listen(app);
+    try {
+      const res = await fetch(other.url);
+      const token = res.headers.get('x-debug-token')!;
+      const data = (await (await fetch(`${other.url}/_profiler/${token}?panel=views`, { headers: { accept: 'application/json' } })).json()).data;
+      expect(data.renders[0].values).toEqual({ user: 'Ada', title: 'Home', password: '[redacted]', cart: { items: 2 } });
+    } finally {
+      await other.close();
+      own.close();
+    }
+  });
+
   it('gives pug errors their line', async () => {
     const { status, token } = await panel('/page/broken.pug', 'views');
     expect(status).toBe(500);

@@ -9,6 +9,8 @@ export interface RenderData {
   /** The engine's package, or the extension it was registered for. */
   engine: string;
   locals: string[];
+  /** The locals' values, where the viewLocals option keeps them (redacted). */
+  values?: unknown;
   start: number;
   duration: number;
   error?: ErrorSummary;
@@ -34,6 +36,7 @@ export const views: CorePanel<ViewsData> = {
     let time = 0;
     const renders = recorded.map((r): RenderData => {
       const data: RenderData = { name: r.name, file: r.file, engine: r.engine, locals: r.locals, start: r.start, duration: duration(r.start, r.end) };
+      if (r.values !== undefined) data.values = r.values;
       if (r.error !== undefined) data.error = r.error;
       if (r.parent !== undefined) data.parent = r.parent;
       else time += data.duration;

@@ -54,12 +54,15 @@ export function recordViews(app: unknown): void {
   };
 }
 
-const localsOf = (options: unknown): string[] => {
+/** The app's locals, without what Express adds to every view. */
+const localsOf = (options: unknown): Record<string, unknown> => {
+  const own: Record<string, unknown> = {};
   try {
-    return Object.keys(options ?? {}).filter((key) => !OWN_LOCALS.has(key)).slice(0, 100);
+    for (const key of Object.keys(options ?? {})) if (!OWN_LOCALS.has(key)) own[key] = (options as Record<string, unknown>)[key];
   } catch {
-    return [];
+    // Locals that cannot be read are left out.
   }
+  return own;
 };
 
 const engines = new WeakMap<object, string>();

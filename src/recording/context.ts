@@ -87,6 +87,8 @@ export interface RecorderSettings {
   inject?: <T extends string | Buffer>(req: IncomingMessage, res: ServerResponse, token: string, body: T, encoding: unknown) => T | undefined;
   /** Add Server-Timing to the app's responses. */
   serverTiming: boolean;
+  /** Keep the values of a view's locals, not only their names. */
+  viewLocals: boolean;
   /** Hosts besides loopback whose calls carry the parent token. */
   linkHosts: string[];
   /** Trouble of the recorder's own, after the response: told, never thrown at the app. */

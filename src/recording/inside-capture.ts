@@ -127,7 +127,7 @@ export function captureInside(inside: Inside, end: number): { value: CapturedIns
   }
   if (inside.renders.length > 0) {
     value.renders = inside.renders.map((r) => {
-      size += 256 + r.file.length;
+      size += 256 + r.file.length + (r.values === undefined ? 0 : 8 * 1024);
       const { error, start, end: ended, ...rest } = r;
       return { ...rest, start: at(start, end), end: at(ended, end), ...(error !== undefined ? { error: errorSummary(error) } : {}) };
     });

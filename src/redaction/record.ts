@@ -303,7 +303,13 @@ function redactInside(inside: CapturedInside, keys: string[], secrets: RequestSe
   })), []);
   const out: RecordedInside = { ...inside, queries, calls, mails: undefined };
   if (inside.commands) out.commands = part('cache', () => inside.commands!.map((command) => redactCommand(command, keys, secrets)), []);
-  if (inside.renders) out.renders = part('views', () => inside.renders!.map((r) => (r.error ? { ...r, error: { ...r.error, message: redactText(r.error.message, keys) } } : r)), []);
+  if (inside.renders) {
+    out.renders = part('views', () => inside.renders!.map((r) => ({
+      ...r,
+      ...(r.values !== undefined ? { values: redactValue(r.values, keys) } : {}),
+      ...(r.error ? { error: { ...r.error, message: redactText(r.error.message, keys) } } : {}),
+    })), []);
+  }
   if (inside.mails) out.mails = part('mail', () => inside.mails!.map((mail) => redactMail(mail, keys)), []);
   return out;
 }
