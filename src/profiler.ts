@@ -118,7 +118,11 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
       writer.handoff();
       return storage.read();
     },
-    settle: () => writer.settle(),
+    // Responses the app has ended whose 'close' has not come yet (a loaded loop) are finished first.
+    settle: () => {
+      record.finishEnded();
+      return writer.settle();
+    },
     behind: () => writer.behind,
     // A shared store's tokens carry this instance's slot in front of what the bitmap holds.
     drew: (token) => (storage.shared ? drewShared(token, writer) : writer.taken.has(token)),
