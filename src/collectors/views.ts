@@ -1,21 +1,12 @@
-import type { ErrorSummary } from '../recording/inside-capture.js';
+import type { CapturedRender } from '../recording/inside-capture.js';
 import type { CorePanel } from './collector.js';
 import { duration, layerAt } from './inside-layers.js';
 
-export interface RenderData {
-  /** As the app passed it to res.render. */
-  name: string;
-  file: string;
-  /** The engine's package, or the extension it was registered for. */
-  engine: string;
-  locals: string[];
+/** A render as the panel shows it: its capture, timed by duration, under the layer that ran it. */
+export interface RenderData extends Omit<CapturedRender, 'end' | 'values'> {
   /** The locals' values, where the viewLocals option keeps them (redacted). */
   values?: unknown;
-  start: number;
   duration: number;
-  error?: ErrorSummary;
-  /** The render it ran inside, by index. */
-  parent?: number;
   layer?: string;
 }
 

@@ -133,7 +133,7 @@ export function captureInside(inside: Inside, end: number): { value: CapturedIns
     });
   }
   if (inside.mails.length > 0) value.mails = inside.mails.map((m) => {
-    const mail = mailOf(m, end);
+    const mail = capturedMail(m, end);
     size += 1024 + (m.message.text?.toString().length ?? 0) + (m.message.html?.toString().length ?? 0);
     for (const a of m.message.attachments) size += 64 + ((a.content as { length?: number } | undefined)?.length ?? 0);
     return mail;
@@ -163,7 +163,7 @@ function commandOf(c: CommandEntry, end: number): CapturedCommand {
   return out;
 }
 
-function mailOf(m: import('./mails.js').MailEntry, end: number): CapturedMail {
+function capturedMail(m: import('./mails.js').MailEntry, end: number): CapturedMail {
   const out: CapturedMail = { transport: m.transport, message: m.message, start: at(m.start, end), end: at(m.end, end) };
   if (m.error !== undefined) out.error = errorSummary(m.error);
   if (m.info !== null && typeof m.info === 'object') {
