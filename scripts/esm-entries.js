@@ -10,12 +10,15 @@ const root = path.resolve(import.meta.dirname ?? path.dirname(new URL(import.met
 const require = createRequire(path.join(root, 'package.json'));
 const pkg = require('./package.json');
 
+const LOADS_TO_RUN = { './register': ['scriptProfiler'] };
+
 writeFileSync(path.join(root, 'dist', 'package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);
 
 for (const [entry, target] of Object.entries(pkg.exports)) {
   if (typeof target !== 'object' || !target.import) continue;
   const cjs = path.join(root, target.require);
-  const names = Object.keys(require(cjs)).filter((name) => name !== 'default' && name !== '__esModule');
+  // An entry that does its work as it loads (the script hook) is not loaded here: its names are known.
+  const names = LOADS_TO_RUN[entry] ?? Object.keys(require(cjs)).filter((name) => name !== 'default' && name !== '__esModule');
   if (names.length === 0) throw new Error(`${entry}: ${target.require} exports nothing`);
   const from = `./${path.basename(target.require)}`;
   writeFileSync(path.join(root, target.import), [

@@ -62,6 +62,8 @@ export interface ProfilerOptions {
   serverTiming?: boolean;
   /** Keep the values of the locals each view is rendered with (redacted, within 8 KiB a render), not only their names. Default off. */
   viewLocals?: boolean;
+  /** Where a trace id links to, `%s` for the id: `http://localhost:16686/trace/%s` (Jaeger). Default: the profiles of that trace. */
+  traceUrl?: string;
 }
 
 export interface ResolvedOptions {
@@ -93,6 +95,7 @@ export interface ResolvedOptions {
   linkHosts: string[];
   serverTiming: boolean;
   viewLocals: boolean;
+  traceUrl: string | undefined;
   /** Every panel in menu order: the core ones, then the app's. */
   panels: PanelInfo[];
 }
@@ -156,6 +159,7 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
     linkHosts: (options.linkHosts ?? []).map((h) => h.toLowerCase()),
     serverTiming: options.serverTiming ?? false,
     viewLocals: options.viewLocals ?? false,
+    traceUrl: options.traceUrl,
     panels: [...corePanels, ...(options.collectors ?? [])],
   };
 }

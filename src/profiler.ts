@@ -7,10 +7,10 @@ import { captureConsole, logger, pinoHttpLoaded } from './recording/logger.js';
 import { hookLoadedRouters } from './recording/layers.js';
 import { runInFront } from './recording/front.js';
 import { kProfileCpu, recorder } from './recording/recorder.js';
-import { cpuAsked, exactCpuProfiles } from './recording/cpu.js';
+import { cpuAsked, exactCpuProfiles, startCpu } from './recording/cpu.js';
 import { checkAccess } from './web/access.js';
 import { announcesKey, keyLink, madeAccessKey } from './web/access-key.js';
-import { capture } from './recording/capture.js';
+import { capture, captureCommand } from './recording/capture.js';
 import { errorHandler } from './web/error-handler.js';
 import { notFound } from './web/not-found.js';
 import { PROVISIONAL_LENGTH, sharedTokenSource, slotPrefix, tokenSource } from './recording/token.js';
@@ -24,7 +24,8 @@ import { hookEsmNodemailer, mailTransport } from './instruments/nodemailer.js';
 import { recordViews } from './instruments/views.js';
 import { answer, KEPT_FAILURES, type Failure, type Readable } from './testing/registry.js';
 import { panelOptionsOf, readProfile } from './collectors/index.js';
-import type { RequestContext } from './recording/context.js';
+import type { RecorderSettings, WorkContext } from './recording/context.js';
+import { commandStarted, runCommand } from './recording/command.js';
 import { hookEsmDrizzle } from './instruments/drizzle.js';
 import { instrumentNest } from './instruments/nestjs.js';
 import { instrumentWinston } from './instruments/winston-writes.js';
@@ -45,8 +46,27 @@ export interface WebProfiler extends RequestHandler {
   flush(): number;
   /** Flush and close the store. */
   close(): void;
+  /**
+   * Runs fn (sync or async) as a command with a profile of its own (`type=command`): its queries,
+   * calls, logs and exception, as a request's. Returns what fn returns and passes its error on.
+   * Started inside a request or another command, it is linked to it.
+   */
+  run<T>(command: string | RunOptions, fn: () => T): T;
+  /** Undefined while the profiler is off. */
+  readonly [kCommands]: { settings: RecorderSettings; nextToken: () => string } | undefined;
   /** A nodemailer transport that delivers nothing: each message shows in its request's profile (`nodemailer.createTransport(profiler.mailTransport())`). */
   mailTransport(): ReturnType<typeof mailTransport>;
+}
+
+/** What starts commands outside run() (the script hook, BullMQ's telemetry): the profiler's own, not the app's. */
+export const kCommands = Symbol('web-profiler.commands');
+
+export interface RunOptions {
+  name: string;
+  /** The profile this run belongs to (a token): by default the request or command it starts in. */
+  parent?: string | null;
+  /** Record a CPU profile of it (one at a time per process, at most 10 s). */
+  cpu?: boolean;
 }
 
 /**
@@ -88,11 +108,12 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   exactCpuProfiles();
   const explainable = new ExplainRegistry();
   let appDescribed = false;
+  const nextToken = storage.shared ? sharedTokenSource(options.tokenLength, writer.taken, writer.slot) : tokenSource(options.tokenLength, writer.taken);
   const record = recorder({
     debug,
     bodyLimit,
     linkHosts: options.linkHosts,
-    nextToken: storage.shared ? sharedTokenSource(options.tokenLength, writer.taken, writer.slot) : tokenSource(options.tokenLength, writer.taken),
+    nextToken,
     appSeen: (app) => {
       findDrivers();
       recordViews(app);
@@ -103,7 +124,12 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     done: (ctx) => {
       writer.push(capture(ctx, options.collectors, options, tellOwn));
       if (ctx.inside !== undefined) explainable.keep(ctx.token, ctx.inside.queries);
-      if (ctx.res.statusCode >= 500 || ctx.error !== undefined) noteFailure(failures, ctx);
+      if (ctx.res.statusCode >= 500 || ctx.error !== undefined) noteFailure(failures, ctx, ctx.res.statusCode);
+    },
+    commandDone: (ctx) => {
+      writer.push(captureCommand(ctx));
+      if (ctx.inside !== undefined) explainable.keep(ctx.token, ctx.inside.queries);
+      if (ctx.error !== undefined || ctx.command!.exitCode !== 0) noteFailure(failures, ctx, ctx.command!.exitCode ?? 1);
     },
     serverTiming: options.serverTiming,
     viewLocals: options.viewLocals,
@@ -143,8 +169,17 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     },
   };
   const unanswer = answer(readable);
+  const run = <T>(command: string | RunOptions, fn: () => T): T => {
+    if (writer.stopped) return fn();
+    const given = typeof command === 'string' ? { name: command } : command;
+    const ctx = commandStarted(record.settings, nextToken(), { name: given.name, parent: given.parent });
+    if (given.cpu) startCpu(ctx, 'asked');
+    return runCommand(ctx, fn);
+  };
   return assemble(options, {
     record,
+    commands: { settings: record.settings, nextToken },
+    run,
     pages,
     stopped: () => writer.stopped,
     store: storage.read,
@@ -161,9 +196,9 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   });
 }
 
-function noteFailure(failures: Failure[], ctx: RequestContext): void {
+function noteFailure(failures: Failure[], ctx: WorkContext, status: number): void {
   if (failures.length >= KEPT_FAILURES) failures.shift();
-  failures.push({ token: ctx.token, time: ctx.time, status: ctx.res.statusCode });
+  failures.push({ token: ctx.token, time: ctx.time, status });
 }
 
 function drewShared(token: string, writer: ProfileWriter): boolean {
@@ -182,6 +217,8 @@ function withKey(options: ResolvedOptions, database: string): ResolvedOptions {
 
 interface Recording {
   record: RequestHandler;
+  commands: WebProfiler[typeof kCommands];
+  run: WebProfiler['run'];
   /** The writer cannot run: requests pass through unrecorded. */
   stopped(): boolean;
   pages: ReturnType<typeof profilerPages>;
@@ -246,6 +283,8 @@ function assemble(options: ResolvedOptions, recording?: Recording): WebProfiler 
     store: () => recording?.store(),
     flush: () => recording?.flush() ?? 0,
     close: () => recording?.close(),
+    run: recording?.run ?? (<T>(_: unknown, fn: () => T) => fn()),
+    [kCommands]: recording?.commands,
     mailTransport,
   });
 }

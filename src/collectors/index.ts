@@ -3,6 +3,7 @@ import type { Profile } from '../storage/profile.js';
 import type { ProfileReader } from '../storage/reader.js';
 import { profileFrom } from './build.js';
 import type { CorePanel, PanelOptions } from './collector.js';
+import { command } from './command.js';
 import { config } from './config.js';
 import { cache } from './cache.js';
 import { cpu } from './cpu.js';
@@ -18,7 +19,7 @@ import { response } from './response.js';
 import { routing } from './routing.js';
 
 /** The core panels in menu order. A new panel: its collector here, its view in views/panels/<id>.eta. */
-export const corePanels: CorePanel[] = [request, response, exception, logs, performance, db, httpClient, cache, views, mail, cpu, routing, config] as CorePanel[];
+export const corePanels: CorePanel[] = [command, request, response, exception, logs, performance, db, httpClient, cache, views, mail, cpu, routing, config] as CorePanel[];
 
 export type { Collector, CorePanel, PanelInfo, PanelOptions } from './collector.js';
 

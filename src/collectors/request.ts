@@ -26,6 +26,7 @@ export const request: CorePanel<RequestData> = {
   id: 'request',
   title: 'Request',
   collect(s) {
+    if (s.command !== undefined) return undefined;
     const r = s.request;
     const cookie = r.headers.cookie;
     return {

@@ -16,6 +16,7 @@ export const response: CorePanel<ResponseData> = {
   id: 'response',
   title: 'Response',
   collect(s) {
+    if (s.command !== undefined) return undefined;
     const r = s.response;
     return { status: r.status, statusMessage: r.statusMessage, headers: r.headers, body: r.body, aborted: s.aborted };
   },

@@ -12,7 +12,7 @@ export interface RoutingData {
 export const routing: CorePanel<RoutingData> = {
   id: 'routing',
   title: 'Routing',
-  collect: (s) => ({
+  collect: (s) => (s.command !== undefined ? undefined : {
     method: s.request.method,
     path: s.request.url.split('?')[0],
     route: s.route,

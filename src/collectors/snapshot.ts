@@ -2,6 +2,7 @@ import type { ExceptionData } from '../errors/describe.js';
 import type { Captured } from '../recording/capture.js';
 import type { LogLine, Span } from '../recording/context.js';
 import type { CpuState } from '../recording/cpu.js';
+import type { CommandState } from '../recording/command.js';
 import { spansOf } from '../recording/layers.js';
 import type { BodyData } from '../redaction/body.js';
 import { setOwn } from '../recording/plain.js';
@@ -49,6 +50,9 @@ export interface Snapshot extends Pick<Captured, 'token' | 'parent' | 'time' | '
   /** The app's own panels, collected on the request's thread (they may read req and res). */
   extra: Record<string, unknown>;
   extraErrors?: Record<string, string>;
+  /** A command's name, arguments and exit code: set for a profile of type `command` only. */
+  command?: CommandState;
+  trace?: { traceId: string; spanId: string };
 }
 
 /**
@@ -99,6 +103,8 @@ export function snapshotOf(r: ProfileRecord, summary: ProfileSummary, config: un
     config,
     extra: r.extra ?? {},
     extraErrors: r.extraErrors,
+    command: r.command,
+    trace: r.trace,
   };
 }
 

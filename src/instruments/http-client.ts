@@ -2,7 +2,7 @@ import dc from 'node:diagnostics_channel';
 import http, { type ClientRequest, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { syncBuiltinESMExports } from 'node:module';
-import type { RequestContext } from '../recording/context.js';
+import type { WorkContext } from '../recording/context.js';
 import { callerFrame } from '../recording/caller.js';
 import { isLoopbackHost } from '../recording/url.js';
 import { insideOf, MAX_QUERIES, requestOf, sinceStart, type CallEntry } from '../recording/inside.js';
@@ -12,17 +12,18 @@ export const PARENT_HEADER = 'X-Debug-Parent-Token';
 /** And where that profile is: the called app may be another server. */
 export const PARENT_LINK_HEADER = 'X-Debug-Parent-Link';
 
-const parentLink = (ctx: RequestContext) => `${ctx.origin}/_profiler/${ctx.token}`;
+/** A command has no address of its own: its token alone names it, in the store it shares. */
+const parentLink = (ctx: WorkContext): string | undefined => ('origin' in ctx ? `${ctx.origin}/_profiler/${ctx.token}` : undefined);
 
 interface Open {
-  ctx: RequestContext;
+  ctx: WorkContext;
   entry: CallEntry;
 }
 
 const open = new WeakMap<object, Open>();
 
 /** Whether a call to `host` (a name, maybe with a port) carries the parent token. */
-function linked(ctx: RequestContext, host: string): boolean {
+function linked(ctx: WorkContext, host: string): boolean {
   const name = host.replace(/:\d+$/, '').toLowerCase();
   return isLoopbackHost(name) || ctx.recorder.linkHosts.includes(name);
 }
@@ -32,7 +33,7 @@ function withoutCredentials(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@?#]*@/i, '$1');
 }
 
-function started(ctx: RequestContext, api: CallEntry['api'], method: string, url: string, caller: string | undefined): CallEntry | undefined {
+function started(ctx: WorkContext, api: CallEntry['api'], method: string, url: string, caller: string | undefined): CallEntry | undefined {
   const inside = insideOf(ctx);
   inside.callCount++;
   if (inside.calls.length >= MAX_QUERIES) return undefined;
@@ -100,7 +101,8 @@ function onUndiciCreate(message: unknown): void {
   }
   if (host && linked(ctx, host) && typeof request.addHeader === 'function') {
     request.addHeader(PARENT_HEADER, ctx.token);
-    request.addHeader(PARENT_LINK_HEADER, parentLink(ctx));
+    const link = parentLink(ctx);
+    if (link !== undefined) request.addHeader(PARENT_LINK_HEADER, link);
   }
   const headers = undiciHeaders(request.headers);
   entry.requestHeaders = headers;
@@ -130,7 +132,8 @@ function onHttpCreated(request: ClientRequest): void {
   try {
     if (!request.headersSent && linked(ctx, host) && !request.hasHeader(PARENT_HEADER)) {
       request.setHeader(PARENT_HEADER, ctx.token);
-      request.setHeader(PARENT_LINK_HEADER, parentLink(ctx));
+      const link = parentLink(ctx);
+      if (link !== undefined) request.setHeader(PARENT_LINK_HEADER, link);
     }
   } catch {
     // Headers the app gave as a raw array are fixed already: the call goes out as it was.

@@ -2,13 +2,13 @@ import { AsyncResource } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { RequestContext } from '../recording/context.js';
+import type { WorkContext } from '../recording/context.js';
 import { appCaller, queryEnded, queryStarted, requestOf, type QueryEntry } from '../recording/inside.js';
 import type { DriverAdapter } from './driver.js';
 
 /** A pool's handover to the code that asked for a connection: what runs in there is the asker's. */
 interface Handover {
-  ctx: RequestContext;
+  ctx: WorkContext;
   caller: string | undefined;
   wait: number;
 }

@@ -3,7 +3,7 @@ import dc from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { RequestContext } from '../recording/context.js';
+import type { WorkContext } from '../recording/context.js';
 import { appCaller, queryEnded, queryStarted, requestOf, type QueryEntry } from '../recording/inside.js';
 import { ownerOf, type DriverAdapter } from './driver.js';
 
@@ -15,11 +15,11 @@ interface Traced {
   error?: unknown;
 }
 
-const open = new WeakMap<object, { ctx: RequestContext; entry: QueryEntry }>();
+const open = new WeakMap<object, { ctx: WorkContext; entry: QueryEntry }>();
 
 /** A pool's getConnection, from the app's call to the connection handed over. */
 interface Asked {
-  ctx: RequestContext;
+  ctx: WorkContext;
   caller: string | undefined;
   from: number;
 }

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { RequestContext } from '../recording/context.js';
+import type { WorkContext } from '../recording/context.js';
 import { appCaller, queryEnded, queryStarted, requestOf } from '../recording/inside.js';
 import { ownerOf, type DriverAdapter, type PlanRow } from './driver.js';
 
@@ -15,13 +15,13 @@ const kPool = Symbol('web-profiler.pool');
 const kHooked = Symbol('web-profiler.pg');
 
 interface Handover {
-  ctx: RequestContext | undefined;
+  ctx: WorkContext | undefined;
   caller: string | undefined;
   wait: number;
 }
 
 /** The pool.query under way: its connect() is called synchronously from it. */
-let asking: { ctx: RequestContext; caller: string | undefined } | undefined;
+let asking: { ctx: WorkContext; caller: string | undefined } | undefined;
 
 /**
  * node-postgres: every statement goes through Client.prototype.query (pool.query checks a client

@@ -1,5 +1,5 @@
 import dc from 'node:diagnostics_channel';
-import type { RequestContext } from '../recording/context.js';
+import type { WorkContext } from '../recording/context.js';
 import { batchEnded, batchStarted, commandEnded, commandStarted, type CommandEntry } from '../recording/commands.js';
 import { requestOf } from '../recording/inside.js';
 
@@ -27,7 +27,7 @@ const subscribed = new Set<string>();
 export function subscribeRedisChannels(client: string, prefix: string, { pairs, nameFirst, batches }: { pairs: boolean; nameFirst: boolean; batches: boolean }): void {
   if (subscribed.has(prefix) || typeof dc.tracingChannel !== 'function') return;
   subscribed.add(prefix);
-  const open = new WeakMap<object, { ctx: RequestContext; entry: CommandEntry | undefined; opened?: () => void }>();
+  const open = new WeakMap<object, { ctx: WorkContext; entry: CommandEntry | undefined; opened?: () => void }>();
   const ended = (message: Traced, batch: boolean) => {
     const call = open.get(message);
     if (call === undefined) return;

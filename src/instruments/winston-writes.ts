@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { currentContext, type LogLevel, type RequestContext } from '../recording/context.js';
+import { currentContext, type LogLevel, type WorkContext } from '../recording/context.js';
 import { addLine } from '../recording/logger.js';
 
 const LEVEL = Symbol.for('level');
@@ -26,7 +26,7 @@ export interface Info {
 }
 
 /** A winston line into the request's profile: its message, and its other fields as context. */
-export function recordLine(ctx: RequestContext, info: Info): void {
+export function recordLine(ctx: WorkContext, info: Info): void {
   const context: Record<string, unknown> = {};
   let fields = 0;
   for (const key of Object.keys(info)) {

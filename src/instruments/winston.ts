@@ -1,5 +1,5 @@
 import Transport from 'winston-transport';
-import { currentContext, type RequestContext } from '../recording/context.js';
+import { currentContext, type WorkContext } from '../recording/context.js';
 import { recordLine, winstonRecorded, type Info } from './winston-writes.js';
 
 /** The request a line was logged in, stamped when the app logs it. */
@@ -42,7 +42,7 @@ export class ProfilerTransport extends Transport {
 
   override log(info: Info, next: () => void): void {
     // A winston the profiler found records each line itself, as it is written: then this adds nothing.
-    const ctx = winstonRecorded() ? undefined : ((info[kRequest] as RequestContext | undefined) ?? currentContext());
+    const ctx = winstonRecorded() ? undefined : ((info[kRequest] as WorkContext | undefined) ?? currentContext());
     if (ctx !== undefined) recordLine(ctx, info);
     next();
   }

@@ -6,7 +6,8 @@ import { collectEach } from './collect.js';
 import { bounded, plain, setOwn } from './plain.js';
 import { describeException, type ExceptionData } from '../errors/describe.js';
 import type { ResolvedOptions } from '../options.js';
-import type { LogLine, RequestContext, Span } from './context.js';
+import type { LogLine, RequestContext, Span, WorkContext } from './context.js';
+import type { CommandState } from './command.js';
 import { describeTrail, spansOf } from './layers.js';
 import { captureInside, type CapturedInside } from './inside-capture.js';
 import { sourceMapped, type CpuState } from './cpu.js';
@@ -57,6 +58,10 @@ export interface Captured {
   cpu?: CpuState;
   extra?: Record<string, unknown>;
   extraErrors?: Record<string, string>;
+  /** A command's own: see command.ts. The request's fields then hold what a command has of them. */
+  command?: CommandState;
+  /** The OpenTelemetry trace it ran under. */
+  trace?: { traceId: string; spanId: string };
 }
 
 /**
@@ -132,6 +137,18 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     size += copy.size;
   }
   size += c.rawBody?.text.length ?? 0;
+  size = captureWork(ctx, c, size);
+  if (own.length > 0) {
+    c.extra = {};
+    const failed = collectEach(own, (collector) => collector.collect(ctx, options), c.extra, tell);
+    if (failed) c.extraErrors = failed;
+  }
+  c.size = size;
+  return c;
+}
+
+/** What a request and a command both carry: the log, what ran inside, the CPU profile, the exception. Returns the size with theirs. */
+function captureWork(ctx: WorkContext, c: Captured, size: number): number {
   if (ctx.logs.length > 0) {
     // Log contexts are the app's live objects: a small flat one crosses as it is, any other is copied now, within a budget.
     c.logs = ctx.logs.map((line) => {
@@ -158,12 +175,38 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     size += 1024 + ((profile as { nodes?: unknown[] } | undefined)?.nodes?.length ?? 0) * 200;
   }
   if (c.exception) for (const e of c.exception.chain) size += 256 + e.message.length + e.stack.length + e.frames.length * 128;
-  if (own.length > 0) {
-    c.extra = {};
-    const failed = collectEach(own, (collector) => collector.collect(ctx, options), c.extra, tell);
-    if (failed) c.extraErrors = failed;
-  }
-  c.size = size;
+  if (ctx.trace !== undefined) c.trace = ctx.trace;
+  return size;
+}
+
+/** A finished command as it crosses to the writer: a request's shape, with its name where the URL goes and its exit code for a status. */
+export function captureCommand(ctx: WorkContext): Captured {
+  const command = ctx.command!;
+  const c: Captured = {
+    size: 0,
+    token: ctx.token,
+    parent: ctx.parent,
+    time: ctx.time,
+    duration: ctx.end,
+    ttfb: ctx.ttfb,
+    rss: rss(ctx.start + ctx.end),
+    aborted: false,
+    ip: '',
+    origin: '',
+    method: command.kind.toUpperCase(),
+    url: command.name,
+    httpVersion: '1.1',
+    rawHeaders: [],
+    secure: false,
+    status: command.exitCode ?? 0,
+    statusMessage: '',
+    head: {},
+    responseBody: { text: '', bytes: false, size: 0 },
+    trail: [],
+    exception: exceptionOf(ctx),
+    command: { ...command, argv: command.argv && [...command.argv], job: command.job && { ...command.job } },
+  };
+  c.size = captureWork(ctx, c, 1024 + command.name.length);
   return c;
 }
 
@@ -198,7 +241,7 @@ function flatSize(context: unknown): number {
 const QUERY_BUDGET = 16 * 1024;
 const LOG_CONTEXT_BUDGET = 16 * 1024;
 
-function exceptionOf(ctx: RequestContext): ExceptionData | undefined {
+function exceptionOf(ctx: WorkContext): ExceptionData | undefined {
   if (ctx.error === undefined) return undefined;
   if (ctx.described?.error === ctx.error) return ctx.described.data;
   return describeException(ctx.error, { excerpts: false });

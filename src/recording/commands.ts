@@ -1,4 +1,4 @@
-import type { RequestContext } from './context.js';
+import type { WorkContext } from './context.js';
 import { callerFrame } from './caller.js';
 import { insideOf, MAX_CALLERS, MAX_QUERIES, sinceStart } from './inside.js';
 
@@ -33,10 +33,10 @@ export interface CommandEntry {
 }
 
 /** The batch whose exec() is running: commands sent meanwhile, on its stack, are its own. */
-let openBatch: { ctx: RequestContext; entry: CommandEntry } | undefined;
+let openBatch: { ctx: WorkContext; entry: CommandEntry } | undefined;
 
 /** A command starts: returns its entry, or undefined when the request keeps no more. */
-export function commandStarted(ctx: RequestContext, client: string, command: string, args: unknown[]): CommandEntry | undefined {
+export function commandStarted(ctx: WorkContext, client: string, command: string, args: unknown[]): CommandEntry | undefined {
   const batch = openBatch?.ctx === ctx ? openBatch.entry : undefined;
   const entry: CommandEntry = { client, command, args, start: sinceStart(ctx), end: -1, reply: undefined, error: undefined, caller: undefined };
   if (batch !== undefined) {
@@ -52,7 +52,7 @@ export function commandStarted(ctx: RequestContext, client: string, command: str
   return entry;
 }
 
-export function commandEnded(ctx: RequestContext, entry: CommandEntry | undefined, reply: unknown, error: unknown): void {
+export function commandEnded(ctx: WorkContext, entry: CommandEntry | undefined, reply: unknown, error: unknown): void {
   if (entry === undefined || entry.end >= 0) return;
   entry.end = sinceStart(ctx);
   if (error !== undefined && error !== null) entry.error = error;
@@ -64,7 +64,7 @@ export function commandEnded(ctx: RequestContext, entry: CommandEntry | undefine
  * part) belong to it. Returns the batch's entry, to end with commandEnded, and the close of the
  * window; nothing inside another batch (MULTI runs through a pipeline's exec).
  */
-export function batchStarted(ctx: RequestContext, client: string, mode: 'pipeline' | 'multi', size?: number): { entry: CommandEntry | undefined; opened: () => void } {
+export function batchStarted(ctx: WorkContext, client: string, mode: 'pipeline' | 'multi', size?: number): { entry: CommandEntry | undefined; opened: () => void } {
   if (openBatch !== undefined) return { entry: undefined, opened: () => {} };
   const entry = commandStarted(ctx, client, mode, []);
   if (entry === undefined) return { entry, opened: () => {} };
@@ -80,7 +80,7 @@ export function batchStarted(ctx: RequestContext, client: string, mode: 'pipelin
 }
 
 /** A batch whose exec sent nothing (a MULTI's first exec only prepares it): it is no entry. */
-export function batchSentNothing(ctx: RequestContext, entry: CommandEntry | undefined): boolean {
+export function batchSentNothing(ctx: WorkContext, entry: CommandEntry | undefined): boolean {
   if (entry === undefined || (entry.commands?.length ?? 0) > 0) return false;
   const inside = insideOf(ctx);
   const at = inside.commands.indexOf(entry);
@@ -96,7 +96,7 @@ export function batchSentNothing(ctx: RequestContext, entry: CommandEntry | unde
  * answered QUEUED; `pairs` for ioredis, whose replies are [error, value] pairs), and MULTI and EXEC
  * are left out of its commands (the batch says it).
  */
-export function batchEnded(ctx: RequestContext, entry: CommandEntry | undefined, replies: unknown, error: unknown, pairs: boolean): void {
+export function batchEnded(ctx: WorkContext, entry: CommandEntry | undefined, replies: unknown, error: unknown, pairs: boolean): void {
   if (entry === undefined || entry.end >= 0) return;
   const now = sinceStart(ctx);
   const commands = (entry.commands ?? []).filter((c) => !/^(multi|exec)$/i.test(c.command));

@@ -27,14 +27,12 @@ export interface Span {
 }
 
 /**
- * What the hot path captures for one request: references and a few numbers.
- * Everything expensive (parsing, redaction, serialisation) is done later, from this.
+ * What any unit of work records into: a request, or a command (profiler.run, a script, a queued
+ * job: see command.ts). Instruments, loggers and the CPU profiler see only this.
  */
-export interface RequestContext {
+export interface WorkContext {
   /** The recorder that made this context: a response is recorded by the profiler that saw it first. */
   recorder: RecorderSettings;
-  /** The response's prototype, patched: an app called as a plain handler (vhost, a wrapper) gives it another (see adopt). */
-  proto: object;
   token: string;
   parent: string | null;
   /** Epoch milliseconds at arrival. */
@@ -44,18 +42,37 @@ export interface RequestContext {
   /** Milliseconds from arrival to the first byte written, the end, or -1 while pending. */
   ttfb: number;
   end: number;
+  logs: LogLine[];
+  /** Lines past MAX_LOG_LINES: counted, not kept. */
+  logsDropped: number;
+  error: unknown;
+  /** The error as the debug page described it, so that capture() need not read the stack again. */
+  described: { error: unknown; data: import('../errors/describe.js').ExceptionData } | undefined;
+  /** req.log, made when the app first uses it. */
+  log: import('./logger.js').Logger | undefined;
+  /** The request's CPU profile, when it asked for one. */
+  cpu: import('./cpu.js').CpuState | undefined;
+  /** Queries, outgoing calls and spans: made on the first of them. */
+  inside: import('./inside.js').Inside | undefined;
+  /** What a command is (its name, kind, exit code): undefined for a request. */
+  command: import('./command.js').CommandState | undefined;
+  /** The OpenTelemetry trace it ran under, when the app traces (see instruments/otel.ts). */
+  trace: { traceId: string; spanId: string } | undefined;
+}
+
+/**
+ * What the hot path captures for one request: references and a few numbers.
+ * Everything expensive (parsing, redaction, serialisation) is done later, from this.
+ */
+export interface RequestContext extends WorkContext {
+  /** The response's prototype, patched: an app called as a plain handler (vhost, a wrapper) gives it another (see adopt). */
+  proto: object;
   /** scheme://host as the client asked: the start of the profile's link and of its stored URL. */
   origin: string;
   req: IncomingMessage;
   res: ServerResponse;
-  logs: LogLine[];
-  /** Lines past MAX_LOG_LINES: counted, not kept. */
-  logsDropped: number;
   /** Router layers entered, as flat (layer, ms since start) pairs: one push each, spans made later. */
   trail: unknown[];
-  error: unknown;
-  /** The error as the debug page described it, so that capture() need not read the stack again. */
-  described: { error: unknown; data: import('../errors/describe.js').ExceptionData } | undefined;
   /** The route that answers (its mount path and pattern) and its params, as they were when it was entered; cleared when it passes on. */
   route: string | undefined;
   routeLayers: unknown[] | undefined;
@@ -69,12 +86,6 @@ export interface RequestContext {
   bodyChunks: (Buffer | string)[];
   bodyKept: number;
   bodySize: number;
-  /** req.log, made when the app first uses it. */
-  log: import('./logger.js').Logger | undefined;
-  /** The request's CPU profile, when it asked for one. */
-  cpu: import('./cpu.js').CpuState | undefined;
-  /** Queries, outgoing calls and spans: made on the first of them. */
-  inside: import('./inside.js').Inside | undefined;
 }
 
 /** What the response's wrappers need of the recorder that owns a context. */
@@ -83,6 +94,8 @@ export interface RecorderSettings {
   bodyLimit: number;
   /** Hands a finished request to storage. */
   done: (ctx: RequestContext) => void;
+  /** Hands a finished command to storage. */
+  commandDone: (ctx: WorkContext) => void;
   /** The body with the toolbar in it, or undefined to send it as it is. */
   inject?: <T extends string | Buffer>(req: IncomingMessage, res: ServerResponse, token: string, body: T, encoding: unknown) => T | undefined;
   /** Add Server-Timing to the app's responses. */
@@ -113,7 +126,7 @@ export const contextOf = (res: unknown): RequestContext | undefined =>
  * belongs to the request whose layer is running, or else to the only request in flight begun
  * without tracking; such a line switches tracking on for every request after it.
  */
-const requestStore = new AsyncLocalStorage<RequestContext>();
+const requestStore = new AsyncLocalStorage<WorkContext>();
 let tracking = false;
 let running: RequestContext | undefined;
 /** Requests in flight that began while tracking was off: they are not in requestStore. */
@@ -147,11 +160,25 @@ export function leave(outer: RequestContext | undefined): void {
 /** The one untracked request in flight, if there is exactly one. */
 const sole = (): RequestContext | undefined => (untracked.size === 1 ? untracked.values().next().value : undefined);
 
-export function currentContext(): RequestContext | undefined {
-  if (tracking) return requestStore.getStore() ?? running ?? sole();
-  if (running !== undefined || untracked.size === 0) return running;
+export function currentContext(): WorkContext | undefined {
+  if (tracking) return requestStore.getStore() ?? running ?? sole() ?? processWork;
+  if (running !== undefined) return running;
+  if (untracked.size === 0) return processWork;
   tracking = true;
   return sole();
+}
+
+/** The script the whole process runs as (see register.ts): what no request or run claims is its. */
+let processWork: WorkContext | undefined;
+
+export function setProcessWork(ctx: WorkContext | undefined): void {
+  processWork = ctx;
+}
+
+/** Runs fn as the unit of work ctx (a command), followed across awaits, whatever runs around it. */
+export function runAs<T>(ctx: WorkContext, fn: () => T): T {
+  tracking = true;
+  return requestStore.run(ctx, fn);
 }
 
 /** Follow requests across awaits from now on: the app runs queries, calls or spans, which come after awaits. */

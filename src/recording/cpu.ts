@@ -3,7 +3,7 @@ import { findSourceMap } from 'node:module';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
-import type { RequestContext } from './context.js';
+import type { WorkContext } from './context.js';
 
 /** V8's sampling interval, in µs: its default, about 1 ms, cheap enough to leave on for one request. */
 const INTERVAL_US = 1000;
@@ -53,18 +53,18 @@ export function cpuAsked(headers: { [key: string]: string | string[] | undefined
 }
 
 let session: Session | undefined;
-let running: { ctx: RequestContext; timer: NodeJS.Timeout } | undefined;
+let running: { ctx: WorkContext; timer: NodeJS.Timeout } | undefined;
 
 /** One profile at a time per process: the V8 profiler is the process's. */
 export const cpuRunning = (): boolean => running !== undefined;
 
 /** Another request started while one is profiled. */
-export function cpuNoteOther(ctx: RequestContext): void {
+export function cpuNoteOther(ctx: WorkContext): void {
   if (running !== undefined && running.ctx !== ctx && running.ctx.cpu) running.ctx.cpu.others++;
 }
 
 /** Start profiling ctx's request, or mark it busy when another is profiled. */
-export function startCpu(ctx: RequestContext, how: 'header' | 'cookie'): void {
+export function startCpu(ctx: WorkContext, how: 'header' | 'cookie' | 'asked'): void {
   const state: CpuState = { fromCookie: how === 'cookie', started: performance.now(), others: 0, capped: false };
   ctx.cpu = state;
   if (running !== undefined) {
@@ -88,7 +88,7 @@ export function startCpu(ctx: RequestContext, how: 'header' | 'cookie'): void {
 }
 
 /** Stop ctx's profile (if it is the one running) and keep it on ctx. The inspector answers synchronously. */
-export function stopCpu(ctx: RequestContext): void {
+export function stopCpu(ctx: WorkContext): void {
   if (running === undefined || running.ctx !== ctx || session === undefined) return;
   clearTimeout(running.timer);
   running = undefined;

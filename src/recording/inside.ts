@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { currentContext, trackRequests, type RequestContext } from './context.js';
+import { currentContext, trackRequests, type RequestContext, type WorkContext } from './context.js';
 import { callerFrame } from './caller.js';
 
 /** One statement a database driver ran for the request. Times are ms since the request arrived. */
@@ -79,19 +79,19 @@ export const MAX_QUERIES = 500;
 /** The caller's line is looked for in the first this many statements of a request: a stack costs some µs, and a loop shows in these already. */
 export const MAX_CALLERS = 100;
 
-export function insideOf(ctx: RequestContext): Inside {
+export function insideOf(ctx: WorkContext): Inside {
   if (ctx.inside !== undefined) return ctx.inside;
   trackRequests();
   return (ctx.inside = { queries: [], queryCount: 0, queryTime: 0, calls: [], callCount: 0, marks: [], commands: [], commandCount: 0, renders: [], mails: [] });
 }
 
-export const sinceStart = (ctx: RequestContext): number => performance.now() - ctx.start;
+export const sinceStart = (ctx: WorkContext): number => performance.now() - ctx.start;
 
 /**
  * A statement starts. Returns its entry (to be ended by queryEnded), or a bare one that only
  * counts, past the cap. Drivers call this with the request the statement belongs to.
  */
-export function queryStarted(ctx: RequestContext, driver: string, sql: string, params: unknown, caller?: string): QueryEntry {
+export function queryStarted(ctx: WorkContext, driver: string, sql: string, params: unknown, caller?: string): QueryEntry {
   const inside = insideOf(ctx);
   inside.queryCount++;
   const entry: QueryEntry = {
@@ -106,7 +106,7 @@ export function queryStarted(ctx: RequestContext, driver: string, sql: string, p
   return entry;
 }
 
-export function queryEnded(ctx: RequestContext, entry: QueryEntry, rows: number | undefined, error: unknown): void {
+export function queryEnded(ctx: WorkContext, entry: QueryEntry, rows: number | undefined, error: unknown): void {
   if (entry.end >= 0) return;
   entry.end = sinceStart(ctx);
   entry.rows = rows;
@@ -132,10 +132,10 @@ export function awaitedFrom<T>(caller: string | undefined, fn: () => T): T {
 }
 
 /** Whether a line is still worth looking for: within the first MAX_CALLERS statements of the request. */
-export const wantsCaller = (ctx: RequestContext): boolean => (ctx.inside?.queries.length ?? 0) < MAX_CALLERS;
+export const wantsCaller = (ctx: WorkContext): boolean => (ctx.inside?.queries.length ?? 0) < MAX_CALLERS;
 
 /** The request a driver's call belongs to, unless the profiler is at work itself. */
-export function requestOf(): RequestContext | undefined {
+export function requestOf(): WorkContext | undefined {
   return ownWork > 0 ? undefined : currentContext();
 }
 
@@ -152,7 +152,7 @@ export function unrecorded<T>(fn: () => T): T {
 }
 
 /** The request's figures so far as a Server-Timing value: database, outgoing HTTP, and the whole, in ms. */
-export function serverTiming(ctx: RequestContext): string {
+export function serverTiming(ctx: WorkContext): string {
   const now = sinceStart(ctx);
   const inside = ctx.inside;
   let http = 0;

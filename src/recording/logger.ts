@@ -1,6 +1,6 @@
 import { format } from 'node:util';
 import { isLoaded } from './loaded.js';
-import { currentContext, type LogChannel, type LogLevel, type RequestContext } from './context.js';
+import { currentContext, type LogChannel, type LogLevel, type WorkContext } from './context.js';
 
 export interface Logger {
   debug(message: string, context?: unknown): void;
@@ -12,13 +12,13 @@ export interface Logger {
 /** Lines beyond this many per request are counted, not kept: a chatty loop must not eat the memory. */
 export const MAX_LOG_LINES = 1000;
 
-export function addLine(ctx: RequestContext, level: LogLevel, message: string, context: unknown, channel: LogChannel, logger?: string): void {
+export function addLine(ctx: WorkContext, level: LogLevel, message: string, context: unknown, channel: LogChannel, logger?: string): void {
   if (ctx.logs.length >= MAX_LOG_LINES) ctx.logsDropped++;
   else ctx.logs.push(logger === undefined ? { time: Date.now(), level, message, context, channel } : { time: Date.now(), level, message, context, channel, logger });
 }
 
 /** A line as its logger wrote it (pino's JSON): read later, off the request's thread. */
-export function addRawLine(ctx: RequestContext, level: LogLevel, raw: string, channel: LogChannel): void {
+export function addRawLine(ctx: WorkContext, level: LogLevel, raw: string, channel: LogChannel): void {
   if (ctx.logs.length >= MAX_LOG_LINES) ctx.logsDropped++;
   else ctx.logs.push({ time: Date.now(), level, message: '', channel, raw });
 }
@@ -33,7 +33,7 @@ export const logger: Logger = { debug: at('debug'), info: at('info'), warn: at('
 
 /** req.log: bound to one request, so it works even where async context is lost; one object, no closures. */
 export class RequestLogger implements Logger {
-  constructor(private readonly ctx: RequestContext) {}
+  constructor(private readonly ctx: WorkContext) {}
   debug(message: string, context?: unknown) {
     addLine(this.ctx, 'debug', String(message), context, 'app');
   }

@@ -1,4 +1,4 @@
-import type { RequestContext } from './context.js';
+import type { WorkContext } from './context.js';
 import { insideOf, MAX_QUERIES, sinceStart } from './inside.js';
 
 /** A body or attachment content as it crosses to the writer: text, bytes, or what it was when neither (a stream, a path). */
@@ -42,7 +42,7 @@ export interface MailEntry {
   error: unknown;
 }
 
-export function mailStarted(ctx: RequestContext, transport: string, message: MailMessage): MailEntry | undefined {
+export function mailStarted(ctx: WorkContext, transport: string, message: MailMessage): MailEntry | undefined {
   const mails = insideOf(ctx).mails;
   if (mails.length >= MAX_QUERIES) return undefined;
   const entry: MailEntry = { transport, message, start: sinceStart(ctx), end: -1, info: undefined, error: undefined };
@@ -50,7 +50,7 @@ export function mailStarted(ctx: RequestContext, transport: string, message: Mai
   return entry;
 }
 
-export function mailEnded(ctx: RequestContext, entry: MailEntry | undefined, error: unknown, info: unknown): void {
+export function mailEnded(ctx: WorkContext, entry: MailEntry | undefined, error: unknown, info: unknown): void {
   if (entry === undefined || entry.end >= 0) return;
   entry.end = sinceStart(ctx);
   if (error !== undefined && error !== null) entry.error = error;

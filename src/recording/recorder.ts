@@ -66,6 +66,8 @@ export function recorder(deps: RecorderDeps) {
       log: undefined,
       inside: undefined,
       cpu: undefined,
+      command: undefined,
+      trace: undefined,
     };
     (res as Tracked)[kContext] = ctx;
     // 'close' follows 'finish' on every response (keep-alive too) and also comes alone on abort.
@@ -79,7 +81,7 @@ export function recorder(deps: RecorderDeps) {
     const cpu = (req as { [kProfileCpu]?: 'header' | 'cookie' })[kProfileCpu];
     if (cpu !== undefined) startCpu(ctx, cpu);
     requestStarted(ctx, next);
-  }, { finishEnded: () => finishEnded(settings) });
+  }, { finishEnded: () => finishEnded(settings), settings });
 }
 
 /** The profile of the request that made this call, when the caller runs a profiler too (see inside/http-client.ts). */

@@ -1,4 +1,4 @@
-import type { RequestContext } from './context.js';
+import type { WorkContext } from './context.js';
 import { insideOf, MAX_QUERIES, sinceStart } from './inside.js';
 import { plain } from './plain.js';
 
@@ -23,7 +23,7 @@ export interface RenderEntry {
 /** What a render's locals may keep of their values: roughly the bytes of their JSON. */
 const VALUES_BUDGET = 8 * 1024;
 
-export function renderStarted(ctx: RequestContext, name: string, file: string, engine: string, locals: Record<string, unknown>): RenderEntry | undefined {
+export function renderStarted(ctx: WorkContext, name: string, file: string, engine: string, locals: Record<string, unknown>): RenderEntry | undefined {
   const renders = insideOf(ctx).renders;
   if (renders.length >= MAX_QUERIES) return undefined;
   const names = Object.keys(locals).slice(0, 100);
@@ -40,7 +40,7 @@ export function renderStarted(ctx: RequestContext, name: string, file: string, e
   return entry;
 }
 
-export function renderEnded(ctx: RequestContext, entry: RenderEntry | undefined, error: unknown): void {
+export function renderEnded(ctx: WorkContext, entry: RenderEntry | undefined, error: unknown): void {
   if (entry === undefined || entry.end >= 0) return;
   entry.end = sinceStart(ctx);
   if (error !== undefined && error !== null) entry.error = error;

@@ -3,10 +3,11 @@ import { addExcerpts, withSentStatus, type ExceptionData } from '../errors/descr
 import type { Captured, WireBody } from '../recording/capture.js';
 import type { LogLine } from '../recording/context.js';
 import type { CpuState } from '../recording/cpu.js';
+import type { CommandState } from '../recording/command.js';
 import type { CapturedInside, CapturedQuery } from '../recording/inside-capture.js';
 import { describeBytes, describeParsed, rawOf, type BodyData } from './body.js';
 import { redactedLine } from './log-line.js';
-import { redactHeaders, redactHeaderValue, redactQuery, redactText, redactUrl, redactValue } from './redact.js';
+import { isSecretKey, REDACTED, redactHeaders, redactHeaderValue, redactQuery, redactText, redactUrl, redactValue } from './redact.js';
 import { RequestSecrets } from './request-secrets.js';
 import { redactStatement, type RedactedStatement } from './sql.js';
 import { redactCommand } from './commands.js';
@@ -37,6 +38,8 @@ export interface RecordSummary {
   time: number;
   /** Milliseconds, to the microsecond. */
   duration: number;
+  /** The OpenTelemetry trace id it ran under. */
+  trace?: string | null;
 }
 
 /**
@@ -81,6 +84,9 @@ export interface ProfileRecord {
   extraErrors?: Record<string, string>;
   /** Parts that could not be redacted, by the panel that shows them: left out, with why. */
   failed?: Record<string, string>;
+  /** A command's own (its name, arguments, exit code, job): its profile has type `command`. */
+  command?: CommandState;
+  trace?: { traceId: string; spanId: string };
 }
 
 /**
@@ -108,11 +114,27 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
     parent: c.parent,
     ip: c.ip,
     method: c.method,
-    url: part('request', () => redactUrl(c.origin + c.url, keys, c.params), c.origin),
+    url: c.command !== undefined ? redactText(c.url, keys) : part('request', () => redactUrl(c.origin + c.url, keys, c.params), c.origin),
     status: c.status,
     time: c.time,
     duration: Math.round(c.duration * 1000) / 1000,
+    trace: c.trace?.traceId,
   };
+  // What a request and a command both keep.
+  const work = {
+    logs: c.logs && part('logs', () => c.logs!.map((line) => redactedLine(line, keys)), undefined),
+    logsDropped: c.logsDropped,
+    exception: c.exception && part('exception', () => exceptionOf(c.exception!, c.status, keys), undefined),
+    inside: c.inside && redactInside(c.inside, keys, secrets, part),
+    cpu: c.cpu,
+    extra: c.extra,
+    extraErrors: c.extraErrors,
+    failed: undefined,
+  };
+  if (c.command !== undefined) {
+    const record: ProfileRecord = { ttfb: round(c.ttfb), rss: c.rss, rawHeaders: [], head: {}, responseBody: EMPTY_BODY, trail: [], ...work, command: part('command', () => redactCommandState(c.command!, keys), undefined), trace: c.trace };
+    return { summary, record: withFailed(record, failed) };
+  }
   const request = part('request', () => ({
     url: redactUrl(c.url, keys, c.params),
     rawHeaders: redactPairs(c.rawHeaders, keys),
@@ -138,20 +160,37 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
     route: c.route,
     params: request.params === undefined || isEmpty(request.params) ? undefined : request.params,
     trail: roundTimes(c.trail),
-    logs: c.logs && part('logs', () => c.logs!.map((line) => redactedLine(line, keys)), undefined),
-    logsDropped: c.logsDropped,
-    exception: c.exception && part('exception', () => exceptionOf(c.exception!, c.status, keys), undefined),
-    inside: c.inside && redactInside(c.inside, keys, secrets, part),
-    cpu: c.cpu,
-    extra: c.extra,
-    extraErrors: c.extraErrors,
-    failed: undefined,
+    ...work,
+    trace: c.trace,
   };
+  return { summary, record: withFailed(record, failed) };
+}
+
+/** The record, naming the parts that could not be redacted. */
+function withFailed(record: ProfileRecord, failed: Record<string, string>): ProfileRecord {
   for (const _ in failed) {
     record.failed = failed;
     break;
   }
-  return { summary, record };
+  return record;
+}
+
+/** A command's name, arguments and failure as stored: `--password=x` and `token=…` as in a URL's query. */
+function redactCommandState(command: CommandState, keys: string[]): CommandState {
+  return {
+    ...command,
+    name: redactText(command.name, keys),
+    argv: command.argv && redactArgv(command.argv, keys),
+    job: command.job && { ...command.job, failedReason: command.job.failedReason === undefined ? undefined : redactText(command.job.failedReason, keys) },
+  };
+}
+
+/** Arguments with secrets taken out: `--password=x` and `token=x` in place, and the value after a `--password` alone. */
+function redactArgv(argv: string[], keys: string[]): string[] {
+  return argv.map((arg, i) => {
+    const flag = /^--?([\w.-]+)$/.exec(argv[i - 1] ?? '');
+    return flag !== null && isSecretKey(flag[1], keys) && !arg.startsWith('-') ? REDACTED : redactText(arg, keys);
+  });
 }
 
 /** A body as a record keeps it: its content type left out when it is its message's, `truncated` only when true. */

@@ -44,6 +44,10 @@ const MIGRATIONS: string[] = [
      used bigint NOT NULL
    );
    ALTER TABLE profile_data ADD COLUMN config bigint;`,
+  // The OpenTelemetry trace a profile ran under (searched by), and what a profile started (its children: jobs, runs, calls).
+  `ALTER TABLE profiles ADD COLUMN trace text;
+   CREATE INDEX profiles_trace ON profiles (trace) WHERE trace IS NOT NULL;
+   CREATE INDEX profiles_parent ON profiles (parent) WHERE parent IS NOT NULL;`,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

@@ -17,6 +17,10 @@ export interface SearchFilter {
   type?: string;
   /** The instance that served it (its name), exactly. */
   instance?: string;
+  /** The OpenTelemetry trace id it ran under. */
+  trace?: string;
+  /** Profiles this one started: the jobs it queued, the runs and calls it made. */
+  parent?: string;
   /** Only profiles recorded before this one (paging to older results). */
   before?: string;
   /** Newest first (the default), or slowest first. */
@@ -29,7 +33,7 @@ export interface SearchFilter {
   limit: number;
 }
 
-export const SUMMARY_COLUMNS = 'token, parent, ip, method, url, status, time, duration, type, instance';
+export const SUMMARY_COLUMNS = 'token, parent, ip, method, url, status, time, duration, type, instance, trace';
 
 /**
  * The WHERE terms of a search, with `?` placeholders, the same for every store. `like` is the
@@ -60,6 +64,8 @@ export function whereOf(filter: SearchFilter, like: 'LIKE' | 'ILIKE'): { where: 
   if (filter.to !== undefined) add('time <= ?', filter.to);
   if (filter.type) add('type = ?', filter.type);
   if (filter.instance) add('instance = ?', filter.instance);
+  if (filter.trace) add('trace = ?', filter.trace);
+  if (filter.parent) add('parent = ?', filter.parent);
   // A token that is not stored pages from nowhere: the newest, as without it.
   if (filter.before) add('id < coalesce((SELECT id FROM profiles WHERE token = ?), 9007199254740991)', filter.before);
   return { where, args };

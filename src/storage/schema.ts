@@ -36,6 +36,10 @@ const MIGRATIONS: string[] = [
      used INTEGER NOT NULL
    );
    ALTER TABLE profile_data ADD COLUMN config INTEGER;`,
+  // The OpenTelemetry trace a profile ran under (searched by), and what a profile started (its children: jobs, runs, calls).
+  `ALTER TABLE profiles ADD COLUMN trace TEXT;
+   CREATE INDEX profiles_trace ON profiles (trace) WHERE trace IS NOT NULL;
+   CREATE INDEX profiles_parent ON profiles (parent) WHERE parent IS NOT NULL;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

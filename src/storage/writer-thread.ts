@@ -58,7 +58,7 @@ function handle(msg: ToWriter): void {
         : (told: typeof tell) => new SqliteSink(options.database, taken, told);
       const build = (c: Captured) => {
         const { summary, record } = recordOf(c, options);
-        return serialiseRecord({ ...summary, type: 'request', instance: options.instance }, record, processConfig(options.debug, options.app));
+        return serialiseRecord({ ...summary, type: c.command === undefined ? 'request' : 'command', instance: options.instance }, record, processConfig(options.debug, options.app));
       };
       queues.set(msg.id, new WriteQueue(options, sink, build, tell, account, weigh));
       return;

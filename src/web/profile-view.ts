@@ -13,8 +13,13 @@ export interface MenuEntry {
   available: boolean;
 }
 
+/** Panels a command has nothing for (as Symfony hides them for its console profiles), and the one only a command has. */
+const REQUEST_ONLY = new Set(['request', 'response', 'routing']);
+const COMMAND_ONLY = new Set(['command']);
+
 export function menuOf(profile: Profile, panels: PanelInfo[]): MenuEntry[] {
-  return panels.map((c) => {
+  const hidden = profile.type === 'command' ? REQUEST_ONLY : COMMAND_ONLY;
+  return panels.filter((c) => !hidden.has(c.id)).map((c) => {
     const data = profile.collectors[c.id];
     let badge: string | number | undefined;
     try {

@@ -7,7 +7,7 @@ import { isToken } from '../recording/token.js';
 import type { Profile } from '../storage/profile.js';
 import { StorageUnavailable, type ProfileReader } from '../storage/reader.js';
 import { checkAccess, exchangeQuerySecret, isLoopbackHost, SECRET_QUERY, type Verdict } from './access.js';
-import { parseSearch } from './search-params.js';
+import { COMMAND_KINDS, METHODS, parseSearch } from './search-params.js';
 import type { SearchFilter } from '../storage/store.js';
 import { LOADER_PATH, loader, renderToolbar } from './toolbar.js';
 import { sendPage, serverTiming } from './views.js';
@@ -40,7 +40,7 @@ const MAX_STREAMS = 16;
 const POLL_MS = 250;
 
 /** Panels that have a view of their own; any other (a user's collector) is shown as data. */
-const VIEWS = new Set(['request', 'response', 'exception', 'logs', 'performance', 'db', 'http_client', 'cache', 'views', 'mail', 'cpu', 'routing', 'config']);
+const VIEWS = new Set(['command', 'request', 'response', 'exception', 'logs', 'performance', 'db', 'http_client', 'cache', 'views', 'mail', 'cpu', 'routing', 'config']);
 
 const wantsJson = (req: Request) => {
   const accept = req.headers.accept ?? '';
@@ -116,7 +116,7 @@ export function profilerPages(deps: PagesDeps) {
     }
     // Which instance served each request: always on a shared store, else once a file holds several.
     const instances = store.shared || rows.some((r) => r.instance !== rows[0].instance) || Boolean(form.instance);
-    sendPage(res, 200, 'profiler/list', { title: mode === 'list' ? 'Latest requests' : 'Search', nav: mode, rows, form, older, mode, paged: Boolean(filter.before), instances });
+    sendPage(res, 200, 'profiler/list', { methods: form.type === 'command' ? COMMAND_KINDS : form.type === 'request' ? METHODS : [...METHODS, ...COMMAND_KINDS], title: mode === 'list' ? 'Latest profiles' : 'Search', nav: mode, rows, form, older, mode, paged: Boolean(filter.before), instances });
   }
 
   async function profilePage(req: Request, res: Response, token: string) {
@@ -129,7 +129,7 @@ export function profilerPages(deps: PagesDeps) {
     }
     const panels = menuOf(profile, options.panels);
     const asked = req.query.panel;
-    const panelId = typeof asked === 'string' && asked !== '' ? asked : profile.collectors.exception ? 'exception' : 'request';
+    const panelId = typeof asked === 'string' && asked !== '' ? asked : profile.collectors.exception ? 'exception' : profile.type === 'command' ? 'command' : 'request';
     const panel = panels.find((p) => p.id === panelId);
     if (!panel) {
       return fail(req, res, 404, 'Unknown panel', `There is no panel "${String(asked)}". Available panels: ${panels.map((p) => p.id).join(', ')}.`, { panels: panels.map((p) => p.id), token });
@@ -148,13 +148,17 @@ export function profilerPages(deps: PagesDeps) {
     // among the newest 10,000 (the default retention), so that SQLite, which has no URL index, reads few.
     const page = profile.url.replace(/[?#].*$/, '');
     const compareWith = (await store.find({ method: profile.method, page, newest: 10_000, limit: 11 })).filter((p) => p.token !== token).slice(0, 10);
+    // What this profile started: the jobs it queued, the runs and loopback calls it made.
+    const children = await store.find({ parent: token, limit: 50 });
     sendPage(res, 200, 'profiler/profile', {
       explained,
       compareWith,
+      children,
+      traceUrl: profile.trace && options.traceUrl ? options.traceUrl.replace(/%s/g, profile.trace) : undefined,
       replay: replay && { curl: asCurl(replay, originOf(req)), fetch: asFetch(replay, originOf(req)) },
       callReplays: panelId === 'http_client' ? (((data as { requests?: unknown[] } | undefined)?.requests ?? []).map((_c, i) => asCurl(callReplayOf(profile, i)!))) : undefined,
       parentLink: parentLinkOf(profile, (host) => isLoopbackHost(host) || options.allowedHosts.includes(host) || options.linkHosts.includes(host) || host === new URL(originOf(req)).hostname.toLowerCase()),
-      title: `${profile.method} ${profile.url} · ${token}`,
+      title: `${profile.type === 'command' ? profile.url : `${profile.method} ${profile.url}`} · ${token}`,
       profile,
       panels,
       panel,

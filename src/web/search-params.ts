@@ -4,6 +4,8 @@ import type { SearchFilter } from '../storage/store.js';
 
 export const LIMITS = [10, 50, 100] as const;
 export const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+/** What a command's method column says: how it came to run (see recording/command.ts). */
+export const COMMAND_KINDS = ['RUN', 'SCRIPT', 'JOB'] as const;
 
 export type Parsed = { ok: true; filter: SearchFilter; form: Record<string, string> } | { ok: false; error: string };
 
@@ -34,7 +36,7 @@ export function parseSearch(req: Request): Parsed {
   const method = one(q.method);
   if (method) {
     const m = method.toUpperCase();
-    if (!(METHODS as readonly string[]).includes(m)) return { ok: false, error: `method: one of ${METHODS.join(', ')}.` };
+    if (![...METHODS, ...COMMAND_KINDS].includes(m as never)) return { ok: false, error: `method: one of ${[...METHODS, ...COMMAND_KINDS].join(', ')}.` };
     filter.method = form.method = m;
   }
   const status = one(q.status_code ?? q.status);
@@ -66,6 +68,16 @@ export function parseSearch(req: Request): Parsed {
   if (type) {
     if (!/^[a-z]{1,20}$/.test(type)) return { ok: false, error: 'type: a word such as "request".' };
     filter.type = form.type = type;
+  }
+  const trace = one(q.trace_id);
+  if (trace) {
+    if (!/^[0-9a-f]{32}$/.test(trace)) return { ok: false, error: 'trace_id: an OpenTelemetry trace id, 32 lowercase hex characters.' };
+    filter.trace = form.trace_id = trace;
+  }
+  const parent = one(q.parent);
+  if (parent) {
+    if (!isToken(parent)) return { ok: false, error: 'parent: a profile token.' };
+    filter.parent = form.parent = parent;
   }
   const limit = one(q.limit);
   if (limit) {

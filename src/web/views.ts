@@ -45,6 +45,8 @@ export const helpers = {
   },
   statusClass: (status: number) => (status >= 500 ? 's-server' : status >= 400 ? 's-client' : status >= 300 ? 's-redirect' : 's-ok'),
   statusText: (status: number) => STATUS_CODES[status] ?? '',
+  /** What a profile's status badge says, and its colour: a command's exit code, a request's status. */
+  outcome: (p: { type?: string; status: number }) => (p.type === 'command' ? { text: `exit ${p.status}`, cls: p.status === 0 ? 's-ok' : 's-server', title: p.status === 0 ? 'Ran to its end' : 'Failed' } : { text: String(p.status), cls: helpers.statusClass(p.status), title: STATUS_CODES[p.status] ?? '' }),
   json: (value: unknown) => (value === undefined ? '' : JSON.stringify(value, null, 2)),
   /** Paths under the working directory shown relative to it: shorter, and the same on every machine. */
   shortPath(file: string) {

@@ -75,8 +75,9 @@
         tr.className = 'fresh';
         link(cell(tr, ''), '/_profiler/' + p.token, p.token, 'row-link');
         var badge = document.createElement('span');
-        badge.className = 'badge ' + cls(p.status);
-        badge.textContent = String(p.status);
+        var command = p.type === 'command';
+        badge.className = 'badge ' + (command ? (p.status === 0 ? 's-ok' : 's-server') : cls(p.status));
+        badge.textContent = command ? 'exit ' + p.status : String(p.status);
         cell(tr, '').appendChild(badge);
         cell(tr, p.method, 'mono');
         link(cell(tr, '', 'url'), '/_profiler/' + p.token, p.url);
