@@ -33,6 +33,10 @@ import { ExplainRegistry } from './web/explain.js';
 import { appInfo } from './recording/app-info.js';
 import { recordHttpCalls } from './instruments/http-client.js';
 import { recordPino } from './instruments/pino.js';
+import { bullmqTelemetry } from './instruments/bullmq.js';
+import { spanProcessor } from './instruments/otel.js';
+
+type BullmqTelemetry = ReturnType<typeof bullmqTelemetry>;
 
 export interface WebProfiler extends RequestHandler {
   /** Mount after the app's routes: answers requests no route took. */
@@ -52,6 +56,18 @@ export interface WebProfiler extends RequestHandler {
    * Started inside a request or another command, it is linked to it.
    */
   run<T>(command: string | RunOptions, fn: () => T): T;
+  /**
+   * BullMQ's `telemetry` option, for the app's queues and workers (`new Worker(name, fn, {
+   * connection, telemetry: profiler.bullmq() })`): each job processed is a command profile linked
+   * to the request that queued it. Undefined while the profiler is off (BullMQ then traces nothing).
+   */
+  bullmq(): BullmqTelemetry | undefined;
+  /**
+   * An OpenTelemetry SpanProcessor for the app's tracer provider (`new NodeTracerProvider({
+   * spanProcessors: [profiler.spanProcessor(), …] })`): spans that run inside a request or
+   * command join its profile. Does nothing while the profiler is off.
+   */
+  spanProcessor(): ReturnType<typeof spanProcessor>;
   /** Undefined while the profiler is off. */
   readonly [kCommands]: { settings: RecorderSettings; nextToken: () => string } | undefined;
   /** A nodemailer transport that delivers nothing: each message shows in its request's profile (`nodemailer.createTransport(profiler.mailTransport())`). */
@@ -169,6 +185,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     },
   };
   const unanswer = answer(readable);
+  let telemetry: BullmqTelemetry | undefined;
   const run = <T>(command: string | RunOptions, fn: () => T): T => {
     if (writer.stopped) return fn();
     const given = typeof command === 'string' ? { name: command } : command;
@@ -179,6 +196,11 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   return assemble(options, {
     record,
     commands: { settings: record.settings, nextToken },
+    bullmq: () => {
+      // The app has BullMQ loaded by now: its Worker is followed for its processors' errors.
+      instrumentLoaded(tellOwn);
+      return (telemetry ??= bullmqTelemetry(record.settings, nextToken));
+    },
     run,
     pages,
     stopped: () => writer.stopped,
@@ -217,6 +239,7 @@ function withKey(options: ResolvedOptions, database: string): ResolvedOptions {
 
 interface Recording {
   record: RequestHandler;
+  bullmq(): BullmqTelemetry;
   commands: WebProfiler[typeof kCommands];
   run: WebProfiler['run'];
   /** The writer cannot run: requests pass through unrecorded. */
@@ -284,6 +307,8 @@ function assemble(options: ResolvedOptions, recording?: Recording): WebProfiler 
     flush: () => recording?.flush() ?? 0,
     close: () => recording?.close(),
     run: recording?.run ?? (<T>(_: unknown, fn: () => T) => fn()),
+    bullmq: () => recording?.bullmq(),
+    spanProcessor: () => (recording ? spanProcessor() : { onStart() {}, onEnd() {}, forceFlush: () => Promise.resolve(), shutdown: () => Promise.resolve() }),
     [kCommands]: recording?.commands,
     mailTransport,
   });

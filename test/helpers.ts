@@ -35,7 +35,7 @@ export const tempDir = (): string => mkdtempSync(path.join(tmpdir(), 'wp-test-')
 export const tempDb = (): string => path.join(tempDir(), 'profiler.sqlite');
 
 /** The stored rows, read straight from the SQLite file as another process would, and made into the profiles they store. */
-export function readRows(file: string): Array<{ token: string; method: string; url: string; status: number; ip: string; duration: number; type: string; collectors: Record<string, any>; collectorErrors?: Record<string, string> }> {
+export function readRows(file: string): Array<{ token: string; parent: string | null; method: string; url: string; status: number; ip: string; duration: number; type: string; collectors: Record<string, any>; collectorErrors?: Record<string, string> }> {
   const db = openDatabase(file, { readonly: true });
   try {
     const rows = db.prepare(`SELECT p.id, ${READ_SQL.slice('SELECT '.length).replace(/WHERE p.token = \?$/, 'ORDER BY p.id')}`).all() as any[];

@@ -1,11 +1,12 @@
 import type { CapturedCall, ErrorSummary } from '../recording/inside-capture.js';
+import type { CallEntry } from '../recording/inside.js';
 import { isToken, profileLink } from '../recording/token.js';
 import type { CorePanel } from './collector.js';
 import { duration, layerAt } from './inside-layers.js';
 import { isLoopbackHost } from '../recording/url.js';
 
 export interface CallData {
-  api: 'fetch' | 'http';
+  api: CallEntry['api'];
   method: string;
   url: string;
   status?: number;

@@ -8,6 +8,7 @@ import { config } from './config.js';
 import { cache } from './cache.js';
 import { cpu } from './cpu.js';
 import { mail } from './mail.js';
+import { jobs } from './jobs.js';
 import { views } from './views.js';
 import { db } from './db.js';
 import { httpClient } from './http-client.js';
@@ -19,7 +20,7 @@ import { response } from './response.js';
 import { routing } from './routing.js';
 
 /** The core panels in menu order. A new panel: its collector here, its view in views/panels/<id>.eta. */
-export const corePanels: CorePanel[] = [command, request, response, exception, logs, performance, db, httpClient, cache, views, mail, cpu, routing, config] as CorePanel[];
+export const corePanels: CorePanel[] = [command, request, response, exception, logs, performance, db, httpClient, cache, views, mail, jobs, cpu, routing, config] as CorePanel[];
 
 export type { Collector, CorePanel, PanelInfo, PanelOptions } from './collector.js';
 

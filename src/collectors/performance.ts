@@ -5,7 +5,7 @@ import type { CorePanel } from './collector.js';
 /** A row of the timeline: a router layer, or what ran inside one (a query, an HTTP call, a span of the app's). */
 export interface TimelineItem {
   name: string;
-  kind: Span['kind'] | 'query' | 'http' | 'cache' | 'view' | 'mail' | 'span';
+  kind: Span['kind'] | 'query' | 'http' | 'cache' | 'view' | 'mail' | 'job' | 'span';
   /** Milliseconds since the request arrived. */
   start: number;
   end: number;
@@ -24,6 +24,19 @@ export interface PerformanceData {
   spans: Span[];
   /** Layers and what ran inside them, when anything did (else the spans say it all, and are not stored twice). */
   timeline?: TimelineItem[];
+  /** OpenTelemetry spans (and the app's own spans), with their attributes. */
+  traced?: TracedSpan[];
+  /** The OpenTelemetry trace it ran under. */
+  trace?: { traceId: string; spanId: string };
+}
+
+export interface TracedSpan {
+  name: string;
+  scope?: string;
+  start: number;
+  duration: number;
+  error?: boolean;
+  attributes?: Record<string, unknown>;
 }
 
 const round = (ms: number) => Math.round(ms * 1000) / 1000;
@@ -43,6 +56,7 @@ function timelineOf(s: Snapshot): TimelineItem[] | undefined {
   for (const c of inside.commands ?? []) inner.push({ name: short(c.commands ? `${c.command} (${c.commands.length || c.size || 0} commands)` : [c.command, ...c.args].join(' ')), kind: 'cache', start: c.start, end: c.end, depth: 1, ...(c.error ? { error: true } : {}) });
   for (const r of inside.renders ?? []) inner.push({ name: short(`render ${r.name}`), kind: 'view', start: r.start, end: r.end, depth: 1, ...(r.error ? { error: true } : {}) });
   for (const m of inside.mails ?? []) inner.push({ name: short(`mail ${m.message.subject ?? ''}`), kind: 'mail', start: m.start, end: m.end, depth: 1, ...(m.error ? { error: true } : {}) });
+  for (const q of inside.queued ?? []) inner.push({ name: short(`queue ${q.queue}${q.name ? ` ${q.name}` : ''}${q.ids.length ? ` #${q.ids.join(', #')}` : ''}`), kind: 'job', start: q.start, end: q.end, depth: 1, ...(q.error ? { error: true } : {}) });
   for (const m of inside.marks) inner.push({ name: short(m.name), kind: 'span', start: m.start, end: m.end, depth: 1, ...(m.error ? { error: true } : {}) });
   inner.sort((a, b) => a.start - b.start || b.end - a.end);
   const open: TimelineItem[] = [];
@@ -69,6 +83,11 @@ export const performance: CorePanel<PerformanceData> = {
     const data: PerformanceData = { total: round(s.duration), ttfb: round(s.ttfb), rss: s.rss, spans: s.spans };
     const timeline = timelineOf(s);
     if (timeline !== undefined) data.timeline = timeline;
+    const traced = s.inside?.marks.filter((m) => m.scope !== undefined || m.attributes !== undefined);
+    if (traced !== undefined && traced.length > 0) {
+      data.traced = traced.map((m) => ({ name: m.name, ...(m.scope ? { scope: m.scope } : {}), start: m.start, duration: round(m.end - m.start), ...(m.error ? { error: true } : {}), ...(m.attributes ? { attributes: m.attributes } : {}) }));
+    }
+    if (s.trace !== undefined) data.trace = s.trace;
     return data;
   },
   unpack: (s: Omit<PerformanceData, 'total'> & { total?: number }, summary) => ({ total: s.total ?? summary.duration, ...s }) as PerformanceData,

@@ -9,9 +9,10 @@ import { ioredis } from './ioredis.js';
 import { nodeRedis } from './node-redis.js';
 import { nodemailer } from './nodemailer.js';
 import { drizzle } from './drizzle.js';
+import { bullmq } from './bullmq.js';
 
 /** The packages recorded with no setup: databases, caches, mail. A new one: its adapter file beside these, and its name here. */
-export const drivers: DriverAdapter[] = [betterSqlite3, pg, mysql2, mysql, sqlite3, ioredis, nodeRedis, nodemailer, drizzle];
+export const drivers: DriverAdapter[] = [betterSqlite3, pg, mysql2, mysql, sqlite3, ioredis, nodeRedis, nodemailer, drizzle, bullmq];
 
 const requireCache = createRequire(__filename).cache;
 const hooked = new WeakSet<object>();

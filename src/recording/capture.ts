@@ -8,6 +8,7 @@ import { describeException, type ExceptionData } from '../errors/describe.js';
 import type { ResolvedOptions } from '../options.js';
 import type { LogLine, RequestContext, Span, WorkContext } from './context.js';
 import type { CommandState } from './command.js';
+import { traceOfHeader } from './trace.js';
 import { describeTrail, spansOf } from './layers.js';
 import { captureInside, type CapturedInside } from './inside-capture.js';
 import { sourceMapped, type CpuState } from './cpu.js';
@@ -138,6 +139,8 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
   }
   size += c.rawBody?.text.length ?? 0;
   size = captureWork(ctx, c, size);
+  // A client that traces names its trace even where the app does not trace itself.
+  if (c.trace === undefined && req.headers.traceparent !== undefined) c.trace = traceOfHeader(req.headers.traceparent);
   if (own.length > 0) {
     c.extra = {};
     const failed = collectEach(own, (collector) => collector.collect(ctx, options), c.extra, tell);

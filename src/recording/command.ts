@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { currentContext, runAs, type RecorderSettings, type WorkContext } from './context.js';
 import { stopCpu } from './cpu.js';
+import { activeTrace } from './trace.js';
 
 /** How a command came to run: profiler.run(), a script run with the register hook, a queued job. */
 export type CommandKind = 'run' | 'script' | 'job';
@@ -44,7 +45,7 @@ export function commandStarted(recorder: RecorderSettings, token: string, option
     log: undefined,
     cpu: undefined,
     inside: undefined,
-    trace: undefined,
+    trace: activeTrace(),
     command: { kind: options.kind ?? 'run', name: String(options.name), exitCode: undefined, ...state },
   };
 }

@@ -1,5 +1,5 @@
 import { plain } from './plain.js';
-import type { CallEntry, Inside, MarkEntry } from './inside.js';
+import type { CallEntry, Inside, MarkEntry, QueuedJob } from './inside.js';
 import type { CommandEntry, ReplyShape } from './commands.js';
 import type { MailMessage } from './mails.js';
 import type { RenderEntry } from './renders.js';
@@ -73,6 +73,12 @@ export interface CapturedInside {
   commandCount?: number;
   renders?: CapturedRender[];
   mails?: CapturedMail[];
+  queued?: CapturedQueued[];
+}
+
+export interface CapturedQueued extends Omit<QueuedJob, 'error' | 'caller'> {
+  caller?: string;
+  error?: ErrorSummary;
 }
 
 const MAX_SQL = 16 * 1024;
@@ -138,6 +144,12 @@ export function captureInside(inside: Inside, end: number): { value: CapturedIns
     for (const a of m.message.attachments) size += 64 + ((a.content as { length?: number } | undefined)?.length ?? 0);
     return mail;
   });
+  if (inside.queued.length > 0) {
+    value.queued = inside.queued.map(({ error, caller, start, end: ended, ...rest }) => {
+      size += 256 + rest.ids.length * 16;
+      return { ...rest, start: at(start, end), end: at(ended, end), ...(caller !== undefined ? { caller } : {}), ...(error !== undefined ? { error: errorSummary(error) } : {}) };
+    });
+  }
   return { value, size };
 }
 

@@ -34,7 +34,8 @@ export interface ExplainRef {
 
 /** One outgoing HTTP call. */
 export interface CallEntry {
-  api: 'fetch' | 'http';
+  /** `otel`: an HTTP client span of a library the profiler does not follow itself (see instruments/otel.ts). */
+  api: 'fetch' | 'http' | 'otel';
   method: string;
   url: string;
   start: number;
@@ -48,12 +49,27 @@ export interface CallEntry {
   caller: string | undefined;
 }
 
-/** One span(name, fn) of the app's. */
+/** One span(name, fn) of the app's, or an OpenTelemetry span (with its scope and attributes). */
 export interface MarkEntry {
   name: string;
   start: number;
   end: number;
   error: boolean;
+  attributes?: Record<string, unknown>;
+  /** The instrumentation that made it. */
+  scope?: string;
+}
+
+/** A job the request or command added to a queue (BullMQ: see instruments/bullmq.ts). */
+export interface QueuedJob {
+  queue: string;
+  /** The job's name (the names, for addBulk). */
+  name: string | undefined;
+  ids: string[];
+  start: number;
+  end: number;
+  caller: string | undefined;
+  error: unknown;
 }
 
 /** What ran inside a request: made on its first query, call, command, render, mail or span. */
@@ -72,6 +88,8 @@ export interface Inside {
   renders: import('./renders.js').RenderEntry[];
   /** Mail sent: see mails.ts. */
   mails: import('./mails.js').MailEntry[];
+  /** Jobs queued. */
+  queued: QueuedJob[];
 }
 
 /** Details are kept for this many statements (and calls, and spans) per request; the rest are counted and timed. */
@@ -82,7 +100,7 @@ export const MAX_CALLERS = 100;
 export function insideOf(ctx: WorkContext): Inside {
   if (ctx.inside !== undefined) return ctx.inside;
   trackRequests();
-  return (ctx.inside = { queries: [], queryCount: 0, queryTime: 0, calls: [], callCount: 0, marks: [], commands: [], commandCount: 0, renders: [], mails: [] });
+  return (ctx.inside = { queries: [], queryCount: 0, queryTime: 0, calls: [], callCount: 0, marks: [], commands: [], commandCount: 0, renders: [], mails: [], queued: [] });
 }
 
 export const sinceStart = (ctx: WorkContext): number => performance.now() - ctx.start;

@@ -8,6 +8,7 @@ import { answeredFrom, serverTiming } from './inside.js';
 import { cpuNoteOther, cpuRunning, startCpu, stopCpu } from './cpu.js';
 import { isToken } from './token.js';
 import { originOf } from './url.js';
+import { activeTrace } from './trace.js';
 
 type Method = (this: ServerResponse, ...args: unknown[]) => unknown;
 type Tracked = ServerResponse & { [kContext]?: RequestContext; req?: IncomingMessage };
@@ -67,7 +68,7 @@ export function recorder(deps: RecorderDeps) {
       inside: undefined,
       cpu: undefined,
       command: undefined,
-      trace: undefined,
+      trace: activeTrace(),
     };
     (res as Tracked)[kContext] = ctx;
     // 'close' follows 'finish' on every response (keep-alive too) and also comes alone on abort.

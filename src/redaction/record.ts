@@ -350,6 +350,8 @@ function redactInside(inside: CapturedInside, keys: string[], secrets: RequestSe
     })), []);
   }
   if (inside.mails) out.mails = part('mail', () => inside.mails!.map((mail) => redactMail(mail, keys)), []);
+  if (inside.marks.some((m) => m.attributes !== undefined)) out.marks = part('performance', () => inside.marks.map((m) => (m.attributes === undefined ? m : { ...m, attributes: redactValue(m.attributes, keys) as Record<string, unknown> })), []);
+  if (inside.queued) out.queued = part('jobs', () => inside.queued!.map((q) => (q.error ? { ...q, error: { ...q.error, message: redactText(q.error.message, keys) } } : q)), []);
   return out;
 }
 
