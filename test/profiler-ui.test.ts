@@ -52,7 +52,7 @@ describe('list and search', () => {
     expect(order.every((i) => i > 0)).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
     expect(page).toContain(`${app.url}/api/orders/7?coupon=x`);
-    expect(page).toMatch(/class="badge s-server">500</);
+    expect(page).toMatch(/class="badge s-server" title="Internal Server Error">500</);
   });
 
   it('has a JSON twin', async () => {
@@ -163,7 +163,7 @@ describe('one profile', () => {
     expect(res.status).toBe(404);
     const page = await res.text();
     expect(page).toContain('There is no panel &quot;&lt;script&gt;&quot;');
-    expect(page).toContain('Available panels: request, response, exception, logs, performance, db, http_client, cache, views, mail, cpu, routing, config.');
+    expect(page).toContain('Available panels: request, response, exception, logs, performance, db, http_client, cache, views, mail, jobs, cpu, routing, config.');
   });
 
   it('latest opens the newest profile, keeping the panel', async () => {

@@ -96,13 +96,13 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
   // A database that cannot be read is said at once, not at the first question.
   await store.lastId();
   const server = new McpServer({ name: 'express-web-profiler', version: VERSION }, {
-    instructions: `Read-only access to the HTTP requests an Express app recorded in development or staging: find a failed or slow request, then read its exception, logs, queries and outgoing calls. ${UNTRUSTED}`,
+    instructions: `Read-only access to the HTTP requests an Express app recorded in development or staging, and to its commands (scripts, profiler.run units, queued jobs: type "command", their name where a request has its URL, their exit code as status): find a failed or slow one, then read its exception, logs, queries and outgoing calls. ${UNTRUSTED}`,
   });
   const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
   server.registerTool('search_requests', {
     title: 'Search recorded requests',
-    description: `Recorded HTTP requests, newest first (or slowest first), as summaries: token, method, URL, status, time (epoch ms), duration (ms), client IP, and the instance that served it. Filters combine. ${UNTRUSTED}`,
+    description: `Recorded HTTP requests and commands, newest first (or slowest first), as summaries: token, type (request or command), method (a command's: RUN, SCRIPT or JOB), URL (a command's name), status (a command's exit code), time (epoch ms), duration (ms), client IP, the instance that served it, the profile it belongs to (parent: the request that queued a job) and its OpenTelemetry trace id. Filters combine. ${UNTRUSTED}`,
     inputSchema: {
       ip: z.string().max(100).optional().describe('Client IP, exactly'),
       method: z.string().max(10).optional().describe('GET, POST, …'),
@@ -111,6 +111,9 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
       status_to: z.number().int().min(100).max(599).optional().describe('Statuses up to this one'),
       url: z.string().max(2000).optional().describe('A substring of the URL'),
       instance: z.string().max(200).optional().describe('Only requests this instance served (its name, as in the summaries)'),
+      type: z.enum(['request', 'command']).optional().describe('Only HTTP requests, or only commands (scripts, runs, jobs)'),
+      trace_id: z.string().regex(/^[0-9a-f]{32}$/).optional().describe('Only profiles of this OpenTelemetry trace'),
+      parent: z.string().regex(/^[0-9a-f]{6,32}$/).optional().describe('Only profiles this one started: the jobs a request queued, its runs and calls'),
       since: z.string().optional().describe('ISO date-time: only requests at or after it'),
       until: z.string().optional().describe('ISO date-time: only requests at or before it'),
       slower_than_ms: z.number().min(0).optional().describe('Only requests that took at least this long'),
@@ -119,7 +122,7 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
     },
     annotations: readOnly,
   }, async (args) => {
-    const filter: SearchFilter = { limit: args.limit ?? 20, ip: args.ip, method: args.method, status: args.status, statusFrom: args.status_from, statusTo: args.status_to, url: args.url, instance: args.instance, minDuration: args.slower_than_ms, sort: args.slowest_first ? 'duration' : 'time' };
+    const filter: SearchFilter = { limit: args.limit ?? 20, ip: args.ip, method: args.method, status: args.status, statusFrom: args.status_from, statusTo: args.status_to, url: args.url, instance: args.instance, type: args.type, trace: args.trace_id, parent: args.parent, minDuration: args.slower_than_ms, sort: args.slowest_first ? 'duration' : 'time' };
     for (const [key, value] of [['since', args.since], ['until', args.until]] as const) {
       if (value === undefined) continue;
       const t = Date.parse(value);
@@ -152,7 +155,7 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
 
   server.registerTool('latest_errors', {
     title: 'Latest failed requests',
-    description: `The most recent requests the server failed (status 500 or more), newest first, each with its exception class, message and top app frame; with include_client_errors, also those answered 4xx and any that threw (a 404 for a path nobody serves is one: anyone can make those). ${UNTRUSTED}`,
+    description: `The most recent requests the server failed (status 500 or more) and commands that failed (exit code not 0: scripts, runs, job attempts), newest first, each with its exception class, message and top app frame; with include_client_errors, also requests answered 4xx and any that threw (a 404 for a path nobody serves is one: anyone can make those). ${UNTRUSTED}`,
     inputSchema: {
       limit: z.number().int().min(1).max(50).default(10),
       include_client_errors: z.boolean().default(false).describe('Also requests answered 4xx, and any that threw'),
@@ -161,7 +164,9 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
   }, async ({ limit, include_client_errors: clientErrors }) => {
     const wanted = limit ?? 10;
     if (!clientErrors) {
-      const failed = await store.find({ limit: wanted, statusFrom: 500 });
+      // A command's status is its exit code: any but 0 failed.
+      const failed = [...await store.find({ limit: wanted, statusFrom: 500, type: 'request' }), ...await store.find({ limit: wanted, statusFrom: 1, type: 'command' })]
+        .sort((a, b) => b.time - a.time).slice(0, wanted);
       const errors = (await Promise.all(failed.map((s) => readProfile(store, s.token, READING)))).filter((p): p is Profile => p !== undefined).map(headline);
       return answer({ count: errors.length, errors });
     }
@@ -170,7 +175,7 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
     for (const summary of await store.find({ limit: 300 })) {
       if (errors.length >= wanted) break;
       const profile = await readProfile(store, summary.token, READING);
-      if (profile && (profile.status >= 400 || profile.collectors.exception !== undefined)) errors.push(headline(profile));
+      if (profile && (profile.status >= (profile.type === 'command' ? 1 : 400) || profile.collectors.exception !== undefined)) errors.push(headline(profile));
     }
     return answer({ count: errors.length, errors });
   });

@@ -114,7 +114,7 @@ async function runCommand(store: ProfileReader, command: string, arg: string | u
       const rows = await store.find({ limit });
       if (values.json) io.out(JSON.stringify(rows, null, 2));
       else if (rows.length === 0) io.out('no profiles');
-      else for (const r of rows) io.out(`${r.token}  ${String(r.status).padEnd(3)}  ${r.method.padEnd(6)} ${new Date(r.time).toISOString()}  ${`${r.duration.toFixed(1)}ms`.padStart(9)}  ${r.url}${store.shared && r.instance ? `  (${r.instance})` : ''}`);
+      else for (const r of rows) io.out(`${r.token}  ${outcome(r).padEnd(3)}  ${r.method.padEnd(6)} ${new Date(r.time).toISOString()}  ${`${r.duration.toFixed(1)}ms`.padStart(9)}  ${r.url}${store.shared && r.instance ? `  (${r.instance})` : ''}`);
       return 0;
     }
     case 'show': {
@@ -132,7 +132,7 @@ async function runCommand(store: ProfileReader, command: string, arg: string | u
         return 0;
       }
       io.out(`${profile.token}  ${profile.method} ${profile.url}`);
-      io.out(`status ${profile.status}, ${profile.duration} ms, ${profile.ip}, ${new Date(profile.time).toISOString()}${profile.instance ? `, served by ${profile.instance}` : ''}`);
+      io.out(`${profile.type === 'command' ? `exit code ${profile.status}` : `status ${profile.status}`}, ${profile.duration} ms${profile.ip ? `, ${profile.ip}` : ''}, ${new Date(profile.time).toISOString()}${profile.instance ? `, served by ${profile.instance}` : ''}`);
       const c = profile.collectors as Record<string, any>;
       if (c.routing?.route) io.out(`route ${c.routing.route}`);
       for (const [i, e] of (c.exception?.chain ?? []).entries()) {
@@ -191,7 +191,9 @@ async function runCommand(store: ProfileReader, command: string, arg: string | u
 const POLL_MS = 250;
 const COLOURS = { server: 31, client: 33, redirect: 36, ok: 32 } as const;
 
-const colourOf = (status: number) => (status >= 500 ? COLOURS.server : status >= 400 ? COLOURS.client : status >= 300 ? COLOURS.redirect : COLOURS.ok);
+const colourOf = (p: { type: string; status: number }) => (p.type === 'command' ? (p.status === 0 ? COLOURS.ok : COLOURS.server) : p.status >= 500 ? COLOURS.server : p.status >= 400 ? COLOURS.client : p.status >= 300 ? COLOURS.redirect : COLOURS.ok);
+/** A request's status; a command's exit code, said as such. */
+const outcome = (p: { type: string; status: number }) => (p.type === 'command' ? `exit ${p.status}` : String(p.status));
 
 /** The live list in a terminal: what the file gains, from this process or any other that writes it. */
 async function tail(store: ProfileReader, io: Io, json: boolean, stop: AbortSignal | undefined): Promise<number> {
@@ -214,7 +216,7 @@ async function tail(store: ProfileReader, io: Io, json: boolean, stop: AbortSign
             io.out(JSON.stringify(p));
             continue;
           }
-          const status = io.tty ? `\x1b[${colourOf(p.status)}m${p.status}\x1b[0m` : String(p.status);
+          const status = io.tty ? `\x1b[${colourOf(p)}m${outcome(p)}\x1b[0m` : outcome(p);
           io.out(`${new Date(p.time).toISOString().slice(11, 19)}  ${status}  ${p.method.padEnd(6)} ${`${p.duration.toFixed(1)}ms`.padStart(9)}  ${p.token}  ${p.url}`);
         }
       } catch (err) {
