@@ -83,7 +83,8 @@ export const performance: CorePanel<PerformanceData> = {
     const data: PerformanceData = { total: round(s.duration), ttfb: round(s.ttfb), rss: s.rss, spans: s.spans };
     const timeline = timelineOf(s);
     if (timeline !== undefined) data.timeline = timeline;
-    const traced = s.inside?.marks.filter((m) => m.scope !== undefined || m.attributes !== undefined);
+    // Spans are stored as they end: shown as they started.
+    const traced = s.inside?.marks.filter((m) => m.scope !== undefined || m.attributes !== undefined).sort((a, b) => a.start - b.start);
     if (traced !== undefined && traced.length > 0) {
       data.traced = traced.map((m) => ({ name: m.name, ...(m.scope ? { scope: m.scope } : {}), start: m.start, duration: round(m.end - m.start), ...(m.error ? { error: true } : {}), ...(m.attributes ? { attributes: m.attributes } : {}) }));
     }
