@@ -136,7 +136,7 @@ async function perOperation(rounds) {
   const time = async (server, what, n) => (await (await fetch(`${server.url}/micro/${what}?n=${n}`)).json()).ms;
   const out = {};
   if (typeof redis === 'string') out.redisMissing = redis;
-  const measured = [['queries', 100], ['calls', 40], ['pino', 200], ['winston', 200], ...(typeof redis === 'string' ? [] : [['redis', 100]]), ['renders', 100], ['mails', 50]];
+  const measured = [['queries', 100], ['calls', 40], ['pino', 200], ['winston', 200], ...(typeof redis === 'string' ? [] : [['redis', 100]]), ['renders', 100], ['mails', 50], ['runs', 100], ['spans', 200]];
   for (const [what, n] of measured) {
     const a = [];
     const b = [];
@@ -308,6 +308,8 @@ const rows = [
     ? ['One Redis GET (ioredis, its channels): bare / recorded', `${results.perOperation.redis.bareUs} / ${results.perOperation.redis.recordedUs} µs`, `+${results.perOperation.redis.costUs} µs`, '']
     : ['One Redis GET', 'not measured', results.perOperation.redisMissing, ''],
   ['One ejs render (res.render path): bare / recorded', `${results.perOperation.renders.bareUs} / ${results.perOperation.renders.recordedUs} µs`, `+${results.perOperation.renders.costUs} µs`, ''],
+  ['One profiler.run() unit (a command profile stored): bare call / recorded', `${results.perOperation.runs.bareUs} / ${results.perOperation.runs.recordedUs} µs`, `+${results.perOperation.runs.costUs} µs`, ''],
+  ['One OpenTelemetry span: the app\'s provider alone / with profiler.spanProcessor()', `${results.perOperation.spans.bareUs} / ${results.perOperation.spans.recordedUs} µs`, `+${results.perOperation.spans.costUs} µs`, ''],
   ['One nodemailer message (streamTransport): bare / recorded', `${results.perOperation.mails.bareUs} / ${results.perOperation.mails.recordedUs} µs`, `+${results.perOperation.mails.costUs} µs`, ''],
   ['Completeness, hello: answered / stored (distinct)', `${results.hello.answered} / ${results.hello.stored} (${results.hello.distinct})`, results.hello.answered === results.hello.distinct ? 'none lost' : 'MISMATCH', '0 lost'],
   ['Completeness, realistic: answered / stored (distinct)', `${results.realistic.answered} / ${results.realistic.stored} (${results.realistic.distinct})`, results.realistic.answered === results.realistic.distinct ? 'none lost' : 'MISMATCH', '0 lost'],

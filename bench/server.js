@@ -98,6 +98,34 @@ app.get('/micro/mails', async (req, res) => {
   res.json({ ms: performance.now() - started });
 });
 
+// A unit of work as a command (profiler.run: a profile of its own, stored), bare: the same async call.
+app.get('/micro/runs', async (req, res) => {
+  const n = Number(req.query.n);
+  const unit = async () => findProduct.get('SKU-1');
+  const started = performance.now();
+  for (let i = 0; i < n; i++) await (profiler ? profiler.run('reprice', unit) : unit());
+  res.json({ ms: performance.now() - started });
+});
+
+// An OpenTelemetry span the app makes, with the app's own provider: bare, no processor; recorded, the profiler's.
+// Set up on first use: the provider's context manager must not weigh on the other routes' processes.
+let tracer;
+app.get('/micro/spans', async (req, res) => {
+  if (tracer === undefined) {
+    const { NodeTracerProvider } = await import('@opentelemetry/sdk-trace-node');
+    const { trace } = await import('@opentelemetry/api');
+    new NodeTracerProvider({ spanProcessors: profiler ? [profiler.spanProcessor()] : [] }).register();
+    tracer = trace.getTracer('bench');
+  }
+  const n = Number(req.query.n);
+  const started = performance.now();
+  for (let i = 0; i < n; i++) tracer.startActiveSpan('price step', (span) => {
+    span.setAttribute('order', i);
+    span.end();
+  });
+  res.json({ ms: performance.now() - started });
+});
+
 // Loggers writing to a destination that drops what it is given: what is timed is the logging, and the capture.
 const discard = { write() {} };
 const plog = pino({ name: 'bench' }, discard);

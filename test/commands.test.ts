@@ -123,6 +123,20 @@ describe('profiler.run', () => {
     expect((await json(`${server.url}/_profiler/search?parent=${token}`)).profiles.map((p: { token: string }) => p.token)).toEqual([run.token]);
   });
 
+  it('records a CPU profile of a run that asks for one', async () => {
+    const burnInvoices = () => {
+      let sum = 0;
+      const until = performance.now() + 60;
+      while (performance.now() < until) for (let i = 0; i < 1e4; i++) sum += Math.sqrt(i);
+      return sum;
+    };
+    await profiler.run({ name: 'rebuild index', cpu: true }, async () => burnInvoices());
+    profiler.flush();
+    const cpu = readRows(database).find((r) => r.url === 'rebuild index')!.collectors.cpu;
+    expect(cpu.samples).toBeGreaterThan(10);
+    expect(cpu.functions.map((f: { name: string }) => f.name)).toContain('burnInvoices');
+  });
+
   it('stores the trace a client names in traceparent, searchable by trace_id', async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const res = await fetch(`${server.url}/close-month`, { headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } });
