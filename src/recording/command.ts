@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { currentContext, runAs, type RecorderSettings, type WorkContext } from './context.js';
 import { stopCpu } from './cpu.js';
+import { whenSettled } from './settled.js';
 import { activeTrace } from './trace.js';
 
 /** How a command came to run: profiler.run(), a script run with the register hook, a queued job. */
@@ -71,25 +72,5 @@ export function commandFinished(ctx: WorkContext, error?: unknown, exitCode?: nu
  * returns (for a promise, one that settles as fn's does) and passes its error on untouched.
  */
 export function runCommand<T>(ctx: WorkContext, fn: () => T): T {
-  let result: T;
-  try {
-    result = runAs(ctx, fn);
-  } catch (err) {
-    commandFinished(ctx, err);
-    throw err;
-  }
-  if (result !== null && typeof result === 'object' && typeof (result as { then?: unknown }).then === 'function') {
-    return (result as unknown as PromiseLike<unknown>).then(
-      (value) => {
-        commandFinished(ctx);
-        return value;
-      },
-      (err: unknown) => {
-        commandFinished(ctx, err);
-        throw err;
-      },
-    ) as T;
-  }
-  commandFinished(ctx);
-  return result;
+  return whenSettled(() => runAs(ctx, fn), (failed, err) => (failed ? commandFinished(ctx, err, 1) : commandFinished(ctx)));
 }

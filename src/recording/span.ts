@@ -1,4 +1,5 @@
 import { currentContext } from './context.js';
+import { whenSettled } from './settled.js';
 import { insideOf, MAX_QUERIES, sinceStart, type MarkEntry } from './inside.js';
 
 /**
@@ -8,29 +9,7 @@ import { insideOf, MAX_QUERIES, sinceStart, type MarkEntry } from './inside.js';
  */
 export function span<T>(name: string, fn: () => T): T {
   const done = startSpan(name);
-  if (done === undefined) return fn();
-  let result: T;
-  try {
-    result = fn();
-  } catch (err) {
-    done(true);
-    throw err;
-  }
-  if (result !== null && typeof result === 'object' && typeof (result as { then?: unknown }).then === 'function') {
-    // The promise returned settles as fn's does: a rejection nobody handles is still reported as the app's.
-    return (result as unknown as PromiseLike<unknown>).then(
-      (value) => {
-        done(false);
-        return value;
-      },
-      (err: unknown) => {
-        done(true);
-        throw err;
-      },
-    ) as T;
-  }
-  done(false);
-  return result;
+  return done === undefined ? fn() : whenSettled(fn, done);
 }
 
 /** A span of the running request that ends when the returned function is called; undefined outside a request. */
