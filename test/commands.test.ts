@@ -159,7 +159,7 @@ describe('scripts run with the register hook', () => {
 
   it('records the whole process as one command profile: queries, logs, exit code, redacted arguments', () => {
     const database = tempDb();
-    const result = run('--require', 'exit1', database);
+    const result = run('--import', 'exit1', database);
     expect(result.status).toBe(1);
     // The process writes what it would bare: the profiler adds nothing to its output.
     expect(result.stdout).toBe('');
@@ -177,9 +177,9 @@ describe('scripts run with the register hook', () => {
     expect(profile.collectors.logs.lines.map((l: { level: string; message: string }) => `${l.level} ${l.message}`)).toEqual(['info invoices due', 'error mailing failed for 1 invoice']);
   });
 
-  it('records an uncaught exception (ES-module hook) and a SIGTERM', async () => {
+  it('records an uncaught exception (CommonJS hook) and a SIGTERM', async () => {
     const database = tempDb();
-    const thrown = run('--import', 'throw', database);
+    const thrown = run('--require', 'throw', database);
     expect(thrown.status).toBe(1);
     expect(thrown.stderr).toContain('TypeError: invoice 1 has no customer');
     const [failed] = readRows(database);

@@ -5,13 +5,14 @@ import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webProfiler } from '../src/index.js';
-import { listen, tempDb, type Running } from './helpers.js';
+import { listen, readRows, tempDb, type Running } from './helpers.js';
 
 let app: Running;
 let client: Client;
 let database: string;
 let failed: string;
 let fine: string;
+let job: string;
 let planted: string;
 
 /** Text an anonymous client plants for a coding agent to read. */
@@ -33,6 +34,10 @@ beforeAll(async () => {
   e.use(profiler.notFound);
   e.use(profiler.errorHandler);
   app = await listen(e);
+  // A nightly job that failed, before the requests: the oldest of the failures.
+  await profiler.run('nightly import', async () => {
+    throw new Error('the export file is empty');
+  }).catch(() => {});
   const ok = await fetch(`${app.url}/orders/7`);
   await ok.text();
   const bad = await fetch(`${app.url}/orders/13`, { headers: { accept: 'application/json' } });
@@ -42,6 +47,7 @@ beforeAll(async () => {
   await probe.text();
   [fine, failed, planted] = [ok, bad, probe].map((r) => r.headers.get('x-debug-token')!);
   profiler.flush();
+  job = readRows(database).find((r) => r.type === 'command')!.token;
   profiler.close();
   // The server as an MCP client starts it: the built CLI, over stdio.
   client = new Client({ name: 'test', version: '1.0.0' });
@@ -80,6 +86,10 @@ describe('web-profiler mcp', () => {
     expect(errors.structuredContent.recorded.errors[0].exception.at).toMatch(/mcp\.test\.ts:\d+\)$/);
     const logs = await call('get_profile', { token: failed, panel: 'logs' });
     expect(logs.structuredContent.recorded.data.lines.map((l: any) => l.message)).toEqual(expect.arrayContaining(['looking up the order', 'the ledger is gone']));
+    // Commands are found and read the same way: a failed job among the latest errors, with its exception.
+    const commands = await call('search_requests', { type: 'command' });
+    expect(commands.structuredContent.recorded.requests.map((r: any) => [r.token, r.method, r.url, r.status])).toEqual([[job, 'RUN', 'nightly import', 1]]);
+    expect(errors.structuredContent.recorded.errors[1]).toMatchObject({ token: job, type: 'command', exception: { message: 'the export file is empty' } });
     const summary = await call('get_profile', { token: failed });
     expect(summary.structuredContent.recorded.panels).toEqual(expect.arrayContaining(['request', 'exception', 'logs']));
     expect(JSON.parse(summary.content[0].text).recorded.token).toBe(failed);
@@ -91,9 +101,9 @@ describe('web-profiler mcp', () => {
     for (const tool of (await client.listTools()).tools) expect(tool.description, tool.name).toMatch(untrusted);
     const errors = await call('latest_errors', { limit: 50 });
     expect(errors.content[0].text).not.toContain('IMPORTANT SYSTEM NOTE');
-    expect(errors.structuredContent.recorded.errors.map((e: any) => e.token)).toEqual([failed]);
+    expect(errors.structuredContent.recorded.errors.map((e: any) => e.token)).toEqual([failed, job]);
     const all = await call('latest_errors', { limit: 50, include_client_errors: true });
-    expect(all.structuredContent.recorded.errors.map((e: any) => e.token)).toEqual([planted, failed]);
+    expect(all.structuredContent.recorded.errors.map((e: any) => e.token)).toEqual([planted, failed, job]);
     expect((await call('search_requests', { url: 'wp-login' })).structuredContent.notice).toMatch(untrusted);
     for (const answer of [all, await call('get_profile', { token: planted, panel: 'request' })]) {
       expect(answer.structuredContent.notice).toMatch(untrusted);
