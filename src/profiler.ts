@@ -35,6 +35,7 @@ import { recordHttpCalls } from './instruments/http-client.js';
 import { recordPino } from './instruments/pino.js';
 import { bullmqTelemetry } from './instruments/bullmq.js';
 import { spanProcessor } from './instruments/otel.js';
+import { recordGraphqlResolvers } from './instruments/graphql.js';
 
 type BullmqTelemetry = ReturnType<typeof bullmqTelemetry>;
 
@@ -110,6 +111,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   hookLoadedRouters();
   recordHttpCalls(tellOwn);
   recordPino(tellOwn);
+  recordGraphqlResolvers();
   const findDrivers = () => {
     instrumentLoaded(tellOwn);
     if (instrumentNest(tellOwn)) trackRequests();

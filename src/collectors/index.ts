@@ -5,6 +5,7 @@ import { profileFrom } from './build.js';
 import type { CorePanel, PanelOptions } from './collector.js';
 import { command } from './command.js';
 import { config } from './config.js';
+import { graphql } from './graphql.js';
 import { cache } from './cache.js';
 import { cpu } from './cpu.js';
 import { mail } from './mail.js';
@@ -20,7 +21,7 @@ import { response } from './response.js';
 import { routing } from './routing.js';
 
 /** The core panels in menu order. A new panel: its collector here, its view in views/panels/<id>.eta. */
-export const corePanels: CorePanel[] = [command, request, response, exception, logs, performance, db, httpClient, cache, views, mail, jobs, cpu, routing, config] as CorePanel[];
+export const corePanels: CorePanel[] = [command, request, response, graphql, exception, logs, performance, db, httpClient, cache, views, mail, jobs, cpu, routing, config] as CorePanel[];
 
 export type { Collector, CorePanel, PanelInfo, PanelOptions } from './collector.js';
 

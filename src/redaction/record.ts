@@ -12,6 +12,7 @@ import { RequestSecrets } from './request-secrets.js';
 import { redactStatement, type RedactedStatement } from './sql.js';
 import { redactCommand } from './commands.js';
 import { redactMail, type StoredMail } from './mail.js';
+import { graphqlLabel, graphqlOperations } from './graphql.js';
 
 export interface RecordOptions {
   redactKeys: string[];
@@ -24,6 +25,9 @@ export interface RecordedQuery extends CapturedQuery {
 }
 
 export type RecordedInside = Omit<CapturedInside, 'queries' | 'mails'> & { queries: RecordedQuery[]; mails?: StoredMail[] };
+
+/** Why a profile failed, where its status does not say: bits of the summary's `failed`. */
+export const FAILED = { exception: 1, errorLog: 2, graphql: 4 } as const;
 
 /** The columns a record is found by: what lists and search read. */
 export interface RecordSummary {
@@ -40,6 +44,10 @@ export interface RecordSummary {
   duration: number;
   /** The OpenTelemetry trace id it ran under. */
   trace?: string | null;
+  /** What the list shows beside the URL: a GraphQL request's operations ("query GetUser"). */
+  label?: string | null;
+  /** Why it failed where its status does not say: FAILED bits (0: it did not, as far as the record shows). */
+  failed?: number;
 }
 
 /**
@@ -120,6 +128,8 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
     duration: Math.round(c.duration * 1000) / 1000,
     trace: c.trace?.traceId,
   };
+  if (c.exception !== undefined) summary.failed = FAILED.exception;
+  if (c.logs?.some((line) => line.level === 'error')) summary.failed = (summary.failed ?? 0) | FAILED.errorLog;
   // What a request and a command both keep.
   const work = {
     logs: c.logs && part('logs', () => c.logs!.map((line) => redactedLine(line, keys)), undefined),
@@ -142,7 +152,12 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
     params: c.params === undefined ? undefined : redactValue(c.params, keys),
     body: requestBodyOf(c, options),
   }), { url: '', rawHeaders: [], query: undefined, params: undefined, body: undefined });
-  const responseBody = stored(part('response', () => describeBytes(rawOf(c.responseBody), head.contentType, options.bodyLimit, keys, head.encoding), EMPTY_BODY), head.contentType);
+  const responseBody = part('response', () => describeBytes(rawOf(c.responseBody), head.contentType, options.bodyLimit, keys, head.encoding), EMPTY_BODY);
+  const operations = part('graphql', () => graphqlOperations(request.body, request.query, responseBody), undefined);
+  if (operations !== undefined) {
+    summary.label = graphqlLabel(operations);
+    if (operations.some((op) => op.errors !== undefined && op.errors.length > 0)) summary.failed = (summary.failed ?? 0) | FAILED.graphql;
+  }
   const record: ProfileRecord = {
     ttfb: round(c.ttfb),
     rss: c.rss,
@@ -156,7 +171,7 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
     remoteAddress: c.remoteAddress === c.ip ? undefined : (c.remoteAddress ?? null),
     statusMessage: c.statusMessage === STATUS_CODES[c.status] ? undefined : (c.statusMessage ?? null),
     head: typeof head.head === 'string' ? derivedHead(head.head, summary) : head.head,
-    responseBody,
+    responseBody: stored(responseBody, head.contentType),
     route: c.route,
     params: request.params === undefined || isEmpty(request.params) ? undefined : request.params,
     trail: roundTimes(c.trail),

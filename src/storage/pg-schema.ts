@@ -48,6 +48,10 @@ const MIGRATIONS: string[] = [
   `ALTER TABLE profiles ADD COLUMN trace text;
    CREATE INDEX profiles_trace ON profiles (trace) WHERE trace IS NOT NULL;
    CREATE INDEX profiles_parent ON profiles (parent) WHERE parent IS NOT NULL;`,
+  // What the list shows beside the URL (a GraphQL operation: "query GetUser"), and why it failed
+  // where the status does not say (see FAILED in redaction/record.ts).
+  `ALTER TABLE profiles ADD COLUMN label text;
+   ALTER TABLE profiles ADD COLUMN failed integer NOT NULL DEFAULT 0;`,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

@@ -19,6 +19,8 @@ export interface SearchFilter {
   instance?: string;
   /** The OpenTelemetry trace id it ran under. */
   trace?: string;
+  /** Substring of the label: a GraphQL operation's type and name. */
+  label?: string;
   /** Profiles this one started: the jobs it queued, the runs and calls it made. */
   parent?: string;
   /** Only profiles recorded before this one (paging to older results). */
@@ -33,7 +35,10 @@ export interface SearchFilter {
   limit: number;
 }
 
-export const SUMMARY_COLUMNS = 'token, parent, ip, method, url, status, time, duration, type, instance, trace';
+export const SUMMARY_COLUMNS = 'token, parent, ip, method, url, status, time, duration, type, instance, trace, label, failed';
+
+/** A LIKE pattern for a substring: its own %, _ and \ escaped. */
+const containing = (value: string) => `%${value.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /**
  * The WHERE terms of a search, with `?` placeholders, the same for every store. `like` is the
@@ -53,7 +58,7 @@ export function whereOf(filter: SearchFilter, like: 'LIKE' | 'ILIKE'): { where: 
   if (filter.statusFrom !== undefined) add('status >= ?', filter.statusFrom);
   if (filter.statusTo !== undefined) add('status <= ?', filter.statusTo);
   if (filter.minDuration !== undefined) add('duration >= ?', filter.minDuration);
-  if (filter.url) add(`url ${like} ? ESCAPE '\\'`, `%${filter.url.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+  if (filter.url) add(`url ${like} ? ESCAPE '\\'`, containing(filter.url));
   if (filter.page) {
     // Equal, or equal up to a '?': a range of the URL index ('@' follows '?' in byte order).
     where.push('(url = ? OR (url >= ? AND url < ?))');
@@ -65,6 +70,7 @@ export function whereOf(filter: SearchFilter, like: 'LIKE' | 'ILIKE'): { where: 
   if (filter.type) add('type = ?', filter.type);
   if (filter.instance) add('instance = ?', filter.instance);
   if (filter.trace) add('trace = ?', filter.trace);
+  if (filter.label) add(`label ${like} ? ESCAPE '\\'`, containing(filter.label));
   if (filter.parent) add('parent = ?', filter.parent);
   // A token that is not stored pages from nowhere: the newest, as without it.
   if (filter.before) add('id < coalesce((SELECT id FROM profiles WHERE token = ?), 9007199254740991)', filter.before);

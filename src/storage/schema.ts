@@ -40,6 +40,10 @@ const MIGRATIONS: string[] = [
   `ALTER TABLE profiles ADD COLUMN trace TEXT;
    CREATE INDEX profiles_trace ON profiles (trace) WHERE trace IS NOT NULL;
    CREATE INDEX profiles_parent ON profiles (parent) WHERE parent IS NOT NULL;`,
+  // What the list shows beside the URL (a GraphQL operation: "query GetUser"), and why it failed
+  // where the status does not say (see FAILED in redaction/record.ts).
+  `ALTER TABLE profiles ADD COLUMN label TEXT;
+   ALTER TABLE profiles ADD COLUMN failed INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

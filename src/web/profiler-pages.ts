@@ -40,7 +40,7 @@ const MAX_STREAMS = 16;
 const POLL_MS = 250;
 
 /** Panels that have a view of their own; any other (a user's collector) is shown as data. */
-const VIEWS = new Set(['command', 'request', 'response', 'exception', 'logs', 'performance', 'db', 'http_client', 'cache', 'views', 'mail', 'jobs', 'cpu', 'routing', 'config']);
+const VIEWS = new Set(['command', 'request', 'response', 'graphql', 'exception', 'logs', 'performance', 'db', 'http_client', 'cache', 'views', 'mail', 'jobs', 'cpu', 'routing', 'config']);
 
 const wantsJson = (req: Request) => {
   const accept = req.headers.accept ?? '';
@@ -129,7 +129,9 @@ export function profilerPages(deps: PagesDeps) {
     }
     const panels = menuOf(profile, options.panels);
     const asked = req.query.panel;
-    const panelId = typeof asked === 'string' && asked !== '' ? asked : profile.collectors.exception ? 'exception' : profile.type === 'command' ? 'command' : 'request';
+    // Opens on why it failed: its exception, else a GraphQL request's errors.
+    const graphqlErrors = ((profile.collectors.graphql as { errors?: number } | undefined)?.errors ?? 0) > 0;
+    const panelId = typeof asked === 'string' && asked !== '' ? asked : profile.collectors.exception ? 'exception' : graphqlErrors ? 'graphql' : profile.type === 'command' ? 'command' : 'request';
     const panel = panels.find((p) => p.id === panelId);
     if (!panel) {
       return fail(req, res, 404, 'Unknown panel', `There is no panel "${String(asked)}". Available panels: ${panels.map((p) => p.id).join(', ')}.`, { panels: panels.map((p) => p.id), token });

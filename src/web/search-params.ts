@@ -69,6 +69,11 @@ export function parseSearch(req: Request): Parsed {
     if (!/^[a-z]{1,20}$/.test(type)) return { ok: false, error: 'type: a word such as "request".' };
     filter.type = form.type = type;
   }
+  const operation = one(q.operation);
+  if (operation) {
+    if (operation.length > 200) return { ok: false, error: 'operation: at most 200 characters.' };
+    filter.label = form.operation = operation;
+  }
   const trace = one(q.trace_id);
   if (trace) {
     if (!/^[0-9a-f]{32}$/.test(trace)) return { ok: false, error: 'trace_id: an OpenTelemetry trace id, 32 lowercase hex characters.' };

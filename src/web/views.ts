@@ -45,6 +45,8 @@ export const helpers = {
   },
   statusClass: (status: number) => (status >= 500 ? 's-server' : status >= 400 ? 's-client' : status >= 300 ? 's-redirect' : 's-ok'),
   statusText: (status: number) => STATUS_CODES[status] ?? '',
+  /** Why a profile failed where its status does not say (the summary's `failed` bits, see redaction/record.ts), in words. */
+  failedReasons: (failed: number | null | undefined) => [[1, 'an exception'], [2, 'an error logged'], [4, 'GraphQL errors']].filter(([bit]) => ((failed ?? 0) & (bit as number)) !== 0).map(([, why]) => why as string),
   /** What a profile's status badge says, and its colour: a command's exit code, a request's status. */
   outcome: (p: { type?: string; status: number }) => (p.type === 'command' ? { text: `exit ${p.status}`, cls: p.status === 0 ? 's-ok' : 's-server', title: p.status === 0 ? 'Ran to its end' : 'Failed' } : { text: String(p.status), cls: helpers.statusClass(p.status), title: STATUS_CODES[p.status] ?? '' }),
   json: (value: unknown) => (value === undefined ? '' : JSON.stringify(value, null, 2)),

@@ -78,9 +78,29 @@
         var command = p.type === 'command';
         badge.className = 'badge ' + (command ? (p.status === 0 ? 's-ok' : 's-server') : cls(p.status));
         badge.textContent = command ? 'exit ' + p.status : String(p.status);
-        cell(tr, '').appendChild(badge);
+        var cellOf = cell(tr, '');
+        cellOf.appendChild(badge);
+        var why = [[1, 'an exception'], [2, 'an error logged'], [4, 'GraphQL errors']].filter(function (w) { return (p.failed & w[0]) !== 0; }).map(function (w) { return w[1]; });
+        if (why.length) {
+          var flag = document.createElement('span');
+          flag.className = 'flag';
+          flag.textContent = '!';
+          flag.title = 'Failed: ' + why.join(', ');
+          flag.setAttribute('aria-label', flag.title);
+          cellOf.appendChild(document.createTextNode(' '));
+          cellOf.appendChild(flag);
+          tr.className += ' failed-row';
+        }
         cell(tr, p.method, 'mono');
-        link(cell(tr, '', 'url'), '/_profiler/' + p.token, p.url);
+        var urlCell = cell(tr, '', 'url');
+        link(urlCell, '/_profiler/' + p.token, p.url);
+        if (p.label) {
+          var label = document.createElement('span');
+          label.className = 'op-label mono';
+          label.textContent = p.label;
+          urlCell.appendChild(document.createTextNode(' '));
+          urlCell.appendChild(label);
+        }
         cell(tr, p.ip, 'mono');
         if (instances) {
           var served = cell(tr, '', 'mono');
