@@ -140,9 +140,14 @@ describe.each(stores)('a profile is readable the moment its response has finishe
   }, 180_000);
 });
 
-/** Another process sending 2,000 requests a second (or as many as the machine lets it), pipelined on 16 connections. */
+/**
+ * Another process sending 2,000 requests a second (or as many as the machine lets it), pipelined on
+ * 16 connections, 4 waiting on each: the server is kept as busy as it can be, and a request of the
+ * test's waits behind at most 64 (with 32 a socket, 512 queued made each of its 200 requests wait
+ * half a second on a machine that could not answer 2,000 a second, and the test ran past its time).
+ */
 async function startLoad(url: string): Promise<{ stop(): Promise<number> }> {
-  const child: ChildProcess = fork(path.resolve('test/fixtures/load.mjs'), [url, '/page/load', '2000', '16'], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const child: ChildProcess = fork(path.resolve('test/fixtures/load.mjs'), [url, '/page/load', '2000', '16', '4'], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   await new Promise<void>((resolve) => child.once('message', () => resolve()));
   return {
     stop: () => new Promise((resolve) => {

@@ -1,6 +1,8 @@
 import type { Span } from '../recording/context.js';
 import type { Snapshot } from './snapshot.js';
 import type { CorePanel } from './collector.js';
+import type { LoopState } from '../recording/loop.js';
+import { layerAt } from './inside-layers.js';
 
 /** A row of the timeline: a router layer, or what ran inside one (a query, an HTTP call, a span of the app's). */
 export interface TimelineItem {
@@ -28,6 +30,13 @@ export interface PerformanceData {
   traced?: TracedSpan[];
   /** The OpenTelemetry trace it ran under. */
   trace?: { traceId: string; spanId: string };
+  /** The event loop as it lived it, and the heap (see recording/loop.ts). */
+  loop?: LoopData;
+}
+
+export interface LoopData extends Omit<LoopState, 'blocks'> {
+  /** Where each of its blocking stretches ran: the layer running at its end. */
+  blocks?: (NonNullable<LoopState['blocks']>[number] & { layer?: string })[];
 }
 
 export interface TracedSpan {
@@ -89,6 +98,10 @@ export const performance: CorePanel<PerformanceData> = {
       data.traced = traced.map((m) => ({ name: m.name, ...(m.scope ? { scope: m.scope } : {}), start: m.start, duration: round(m.end - m.start), ...(m.error ? { error: true } : {}), ...(m.attributes ? { attributes: m.attributes } : {}) }));
     }
     if (s.trace !== undefined) data.trace = s.trace;
+    if (s.loop !== undefined) {
+      const { blocks, ...rest } = s.loop;
+      data.loop = blocks === undefined ? rest : { ...rest, blocks: blocks.map((b) => ({ ...b, layer: layerAt(s.spans, b.start + b.duration) })) };
+    }
     return data;
   },
   unpack: (s: Omit<PerformanceData, 'total'> & { total?: number }, summary) => ({ total: s.total ?? summary.duration, ...s }) as PerformanceData,

@@ -3,6 +3,7 @@ import type { Captured } from '../recording/capture.js';
 import type { LogLine, Span } from '../recording/context.js';
 import type { CpuState } from '../recording/cpu.js';
 import type { CommandState } from '../recording/command.js';
+import type { LoopState } from '../recording/loop.js';
 import { spansOf } from '../recording/layers.js';
 import type { BodyData } from '../redaction/body.js';
 import { setOwn } from '../recording/plain.js';
@@ -53,6 +54,7 @@ export interface Snapshot extends Pick<Captured, 'token' | 'parent' | 'time' | '
   /** A command's name, arguments and exit code: set for a profile of type `command` only. */
   command?: CommandState;
   trace?: { traceId: string; spanId: string };
+  loop?: LoopState;
 }
 
 /**
@@ -105,6 +107,7 @@ export function snapshotOf(r: ProfileRecord, summary: ProfileSummary, config: un
     extraErrors: r.extraErrors,
     command: r.command,
     trace: r.trace,
+    loop: r.loop,
   };
 }
 

@@ -9,6 +9,7 @@ import type { ResolvedOptions } from '../options.js';
 import type { LogLine, RequestContext, Span, WorkContext } from './context.js';
 import type { CommandState } from './command.js';
 import { traceOfHeader } from './trace.js';
+import type { LoopState } from './loop.js';
 import { describeTrail, spansOf } from './layers.js';
 import { captureInside, type CapturedInside } from './inside-capture.js';
 import { sourceMapped, type CpuState } from './cpu.js';
@@ -63,6 +64,7 @@ export interface Captured {
   command?: CommandState;
   /** The OpenTelemetry trace it ran under. */
   trace?: { traceId: string; spanId: string };
+  loop?: LoopState;
 }
 
 /**
@@ -184,6 +186,7 @@ function captureWork(ctx: WorkContext, c: Captured, size: number): number {
   }
   if (c.exception) for (const e of c.exception.chain) size += 256 + e.message.length + e.stack.length + e.frames.length * 128;
   if (ctx.trace !== undefined) c.trace = ctx.trace;
+  if (ctx.loop !== undefined) c.loop = ctx.loop;
   return size;
 }
 

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { currentContext, runAs, type RecorderSettings, type WorkContext } from './context.js';
 import { stopCpu } from './cpu.js';
 import { whenSettled } from './settled.js';
+import { loopFinished, loopStarted } from './loop.js';
 import { activeTrace } from './trace.js';
 
 /** How a command came to run: profiler.run(), a script run with the register hook, a queued job. */
@@ -31,7 +32,7 @@ export interface CommandOptions {
 /** A command's context, made the way the recorder makes a request's. */
 export function commandStarted(recorder: RecorderSettings, token: string, options: CommandOptions, state?: Partial<CommandState>): WorkContext {
   const parent = options.parent !== undefined ? options.parent : (currentContext()?.token ?? null);
-  return {
+  const ctx: WorkContext = {
     recorder,
     token,
     parent,
@@ -48,7 +49,10 @@ export function commandStarted(recorder: RecorderSettings, token: string, option
     inside: undefined,
     trace: activeTrace(),
     command: { kind: options.kind ?? 'run', name: String(options.name), exitCode: undefined, ...state },
+    loop: undefined,
   };
+  loopStarted(ctx);
+  return ctx;
 }
 
 /** The command has ended (with `error` when it threw): it is handed to storage, once. */
@@ -61,6 +65,7 @@ export function commandFinished(ctx: WorkContext, error?: unknown, exitCode?: nu
     const command = ctx.command!;
     command.exitCode = exitCode ?? command.exitCode ?? (ctx.error === undefined ? 0 : 1);
     if (ctx.cpu !== undefined) stopCpu(ctx);
+    loopFinished(ctx);
     ctx.recorder.commandDone(ctx);
   } catch (err) {
     ctx.recorder.failed(err);

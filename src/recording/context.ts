@@ -58,6 +58,8 @@ export interface WorkContext {
   command: import('./command.js').CommandState | undefined;
   /** The OpenTelemetry trace it ran under, when the app traces (see instruments/otel.ts). */
   trace: { traceId: string; spanId: string } | undefined;
+  /** The event loop and the heap as it lived them (see loop.ts). */
+  loop: import('./loop.js').LoopState | undefined;
 }
 
 /**

@@ -2,6 +2,7 @@ import dc from 'node:diagnostics_channel';
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 import { contextOf, enter, leave, type RequestContext, type Span } from './context.js';
+import { ranFor } from './loop.js';
 
 /** The part of an Express 4 or 5 router layer that we read. */
 export interface RouterLayer {
@@ -77,9 +78,11 @@ export function hookLayers(app: unknown): void {
       const ctx = contextOf(res);
       if (traced()) return viaOriginal(originalRequest, this, ctx, [req, res, next]);
       let outer: RequestContext | undefined;
+      let now = 0;
       if (ctx !== undefined) {
         if (Object.getPrototypeOf(res) !== ctx.proto) ctx.recorder.adopt(req, res, ctx);
-        ctx.trail.push(this, performance.now() - ctx.start);
+        now = performance.now();
+        ctx.trail.push(this, now - ctx.start);
         entered(ctx, this, req as { baseUrl?: string; params?: unknown });
         outer = enter(ctx);
       }
@@ -90,7 +93,11 @@ export function hookLayers(app: unknown): void {
         if (ctx !== undefined) noteError(ctx, err);
         next(err);
       } finally {
-        if (ctx !== undefined) leave(outer);
+        if (ctx !== undefined) {
+          leave(outer);
+          // The request's synchronous run began in its outermost layer: timed whole, to find what held the loop.
+          if (outer !== ctx) ranFor(ctx, now);
+        }
       }
     },
   }[request];
@@ -102,9 +109,11 @@ export function hookLayers(app: unknown): void {
       if (fn.length !== 4) return next(err);
       if (traced()) return viaOriginal(originalError, this, ctx, [err, req, res, next]);
       let outer: RequestContext | undefined;
+      let now = 0;
       if (ctx !== undefined) {
         if (Object.getPrototypeOf(res) !== ctx.proto) ctx.recorder.adopt(req, res, ctx);
-        ctx.trail.push(this, performance.now() - ctx.start);
+        now = performance.now();
+        ctx.trail.push(this, now - ctx.start);
         outer = enter(ctx);
       }
       try {
@@ -113,7 +122,10 @@ export function hookLayers(app: unknown): void {
         if (ctx !== undefined) noteError(ctx, thrown);
         next(thrown);
       } finally {
-        if (ctx !== undefined) leave(outer);
+        if (ctx !== undefined) {
+          leave(outer);
+          if (outer !== ctx) ranFor(ctx, now);
+        }
       }
     },
   }[error];

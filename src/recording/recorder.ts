@@ -9,6 +9,7 @@ import { cpuNoteOther, cpuRunning, startCpu, stopCpu } from './cpu.js';
 import { isToken } from './token.js';
 import { originOf } from './url.js';
 import { activeTrace } from './trace.js';
+import { loopFinished, loopStarted } from './loop.js';
 
 type Method = (this: ServerResponse, ...args: unknown[]) => unknown;
 type Tracked = ServerResponse & { [kContext]?: RequestContext; req?: IncomingMessage };
@@ -69,6 +70,7 @@ export function recorder(deps: RecorderDeps) {
       cpu: undefined,
       command: undefined,
       trace: activeTrace(),
+      loop: undefined,
     };
     (res as Tracked)[kContext] = ctx;
     // 'close' follows 'finish' on every response (keep-alive too) and also comes alone on abort.
@@ -81,6 +83,7 @@ export function recorder(deps: RecorderDeps) {
     if (cpuRunning()) cpuNoteOther(ctx);
     const cpu = (req as { [kProfileCpu]?: 'header' | 'cookie' })[kProfileCpu];
     if (cpu !== undefined) startCpu(ctx, cpu);
+    loopStarted(ctx);
     requestStarted(ctx, next);
   }, { finishEnded: () => finishEnded(settings), settings });
 }
@@ -111,6 +114,7 @@ function finish(this: Tracked) {
     if (ctx.ttfb < 0) ctx.ttfb = ctx.end;
     if (ctx.cpu !== undefined) stopCpu(ctx);
     requestFinished(ctx);
+    loopFinished(ctx);
     ctx.recorder.done(ctx);
   } catch (err) {
     // After the response, on an event of the app's: nothing may be thrown from here.

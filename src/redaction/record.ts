@@ -4,6 +4,7 @@ import type { Captured, WireBody } from '../recording/capture.js';
 import type { LogLine } from '../recording/context.js';
 import type { CpuState } from '../recording/cpu.js';
 import type { CommandState } from '../recording/command.js';
+import type { LoopState } from '../recording/loop.js';
 import type { CapturedInside, CapturedQuery } from '../recording/inside-capture.js';
 import { describeBytes, describeParsed, rawOf, type BodyData } from './body.js';
 import { redactedLine } from './log-line.js';
@@ -48,6 +49,8 @@ export interface RecordSummary {
   label?: string | null;
   /** Why it failed where its status does not say: FAILED bits (0: it did not, as far as the record shows). */
   failed?: number;
+  /** The request whose synchronous code it waited behind longest, when one held the loop. */
+  blockedBy?: string | null;
 }
 
 /**
@@ -92,6 +95,7 @@ export interface ProfileRecord {
   extraErrors?: Record<string, string>;
   /** Parts that could not be redacted, by the panel that shows them: left out, with why. */
   failed?: Record<string, string>;
+  loop?: LoopState;
   /** A command's own (its name, arguments, exit code, job): its profile has type `command`. */
   command?: CommandState;
   trace?: { traceId: string; spanId: string };
@@ -127,11 +131,13 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
     time: c.time,
     duration: Math.round(c.duration * 1000) / 1000,
     trace: c.trace?.traceId,
+    blockedBy: longestWait(c.loop),
   };
   if (c.exception !== undefined) summary.failed = FAILED.exception;
   if (c.logs?.some((line) => line.level === 'error')) summary.failed = (summary.failed ?? 0) | FAILED.errorLog;
   // What a request and a command both keep.
   const work = {
+    loop: c.loop,
     logs: c.logs && part('logs', () => c.logs!.map((line) => redactedLine(line, keys)), undefined),
     logsDropped: c.logsDropped,
     exception: c.exception && part('exception', () => exceptionOf(c.exception!, c.status, keys), undefined),
@@ -179,6 +185,13 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
     trace: c.trace,
   };
   return { summary, record: withFailed(record, failed) };
+}
+
+/** The token of the stretch it waited behind longest. */
+function longestWait(loop: LoopState | undefined): string | undefined {
+  let longest: { by: string; ms: number } | undefined;
+  for (const w of loop?.waits ?? []) if (longest === undefined || w.ms > longest.ms) longest = w;
+  return longest?.by;
 }
 
 /** The record, naming the parts that could not be redacted. */

@@ -51,7 +51,9 @@ const MIGRATIONS: string[] = [
   // What the list shows beside the URL (a GraphQL operation: "query GetUser"), and why it failed
   // where the status does not say (see FAILED in redaction/record.ts).
   `ALTER TABLE profiles ADD COLUMN label text;
-   ALTER TABLE profiles ADD COLUMN failed integer NOT NULL DEFAULT 0;`,
+   ALTER TABLE profiles ADD COLUMN failed integer NOT NULL DEFAULT 0;
+   ALTER TABLE profiles ADD COLUMN blocked_by text;
+   CREATE INDEX profiles_blocked_by ON profiles (blocked_by) WHERE blocked_by IS NOT NULL;`,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

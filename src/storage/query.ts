@@ -21,6 +21,8 @@ export interface SearchFilter {
   trace?: string;
   /** Substring of the label: a GraphQL operation's type and name. */
   label?: string;
+  /** Profiles that waited behind this one's synchronous code. */
+  blockedBy?: string;
   /** Profiles this one started: the jobs it queued, the runs and calls it made. */
   parent?: string;
   /** Only profiles recorded before this one (paging to older results). */
@@ -35,7 +37,12 @@ export interface SearchFilter {
   limit: number;
 }
 
-export const SUMMARY_COLUMNS = 'token, parent, ip, method, url, status, time, duration, type, instance, trace, label, failed';
+const COLUMNS = ['token', 'parent', 'ip', 'method', 'url', 'status', 'time', 'duration', 'type', 'instance', 'trace', 'label', 'failed', 'blocked_by'];
+/** The summary's columns as a row is written. */
+export const INSERT_COLUMNS = COLUMNS.join(', ');
+/** …and as it is read: named as ProfileSummary names them. */
+const selected = (table: string) => COLUMNS.map((c) => (c === 'blocked_by' ? `${table}blocked_by AS "blockedBy"` : `${table}${c}`)).join(', ');
+export const SUMMARY_COLUMNS = selected('');
 
 /** A LIKE pattern for a substring: its own %, _ and \ escaped. */
 const containing = (value: string) => `%${value.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -72,6 +79,7 @@ export function whereOf(filter: SearchFilter, like: 'LIKE' | 'ILIKE'): { where: 
   if (filter.trace) add('trace = ?', filter.trace);
   if (filter.label) add(`label ${like} ? ESCAPE '\\'`, containing(filter.label));
   if (filter.parent) add('parent = ?', filter.parent);
+  if (filter.blockedBy) add('blocked_by = ?', filter.blockedBy);
   // A token that is not stored pages from nowhere: the newest, as without it.
   if (filter.before) add('id < coalesce((SELECT id FROM profiles WHERE token = ?), 9007199254740991)', filter.before);
   return { where, args };
@@ -91,7 +99,7 @@ export function sinceSql(id: number, filter: SearchFilter, like: 'LIKE' | 'ILIKE
   return { sql: `SELECT id, ${SUMMARY_COLUMNS} FROM profiles WHERE ${where.join(' AND ')} ORDER BY id LIMIT ?`, args: [...args, id, filter.limit] };
 }
 
-export const READ_SQL = `SELECT ${SUMMARY_COLUMNS.replace(/(\w+)/g, 'p.$1')}, d.encoding, d.data, c.data AS config
+export const READ_SQL = `SELECT ${selected('p.')}, d.encoding, d.data, c.data AS config
   FROM profiles p LEFT JOIN profile_data d ON d.id = p.id LEFT JOIN configs c ON c.id = d.config WHERE p.token = ?`;
 
 /**

@@ -43,7 +43,9 @@ const MIGRATIONS: string[] = [
   // What the list shows beside the URL (a GraphQL operation: "query GetUser"), and why it failed
   // where the status does not say (see FAILED in redaction/record.ts).
   `ALTER TABLE profiles ADD COLUMN label TEXT;
-   ALTER TABLE profiles ADD COLUMN failed INTEGER NOT NULL DEFAULT 0;`,
+   ALTER TABLE profiles ADD COLUMN failed INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE profiles ADD COLUMN blocked_by TEXT;
+   CREATE INDEX profiles_blocked_by ON profiles (blocked_by) WHERE blocked_by IS NOT NULL;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -152,10 +152,13 @@ export function profilerPages(deps: PagesDeps) {
     const compareWith = (await store.find({ method: profile.method, page, newest: 10_000, limit: 11 })).filter((p) => p.token !== token).slice(0, 10);
     // What this profile started: the jobs it queued, the runs and loopback calls it made.
     const children = await store.find({ parent: token, limit: 50 });
+    // The requests that waited behind this one's synchronous code and arrived while it ran (those in flight are in its record).
+    const delayed = (profile.collectors.performance as { loop?: { blocks?: unknown[] } } | undefined)?.loop?.blocks ? await store.find({ blockedBy: token, limit: 50 }) : undefined;
     sendPage(res, 200, 'profiler/profile', {
       explained,
       compareWith,
       children,
+      delayed,
       traceUrl: profile.trace && options.traceUrl ? options.traceUrl.replace(/%s/g, profile.trace) : undefined,
       replay: replay && { curl: asCurl(replay, originOf(req)), fetch: asFetch(replay, originOf(req)) },
       callReplays: panelId === 'http_client' ? (((data as { requests?: unknown[] } | undefined)?.requests ?? []).map((_c, i) => asCurl(callReplayOf(profile, i)!))) : undefined,
