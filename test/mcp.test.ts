@@ -129,7 +129,7 @@ describe('web-profiler mcp', () => {
     expect(unknown.content[0].text).toContain('No profile is stored for token abcdef');
     const panel = await call('get_profile', { token: failed, panel: 'secrets' });
     expect(panel.isError).toBe(true);
-    expect(panel.content[0].text).toMatch(/^There is no panel "secrets"\. Panels: command, request, response, exception, logs/);
+    expect(panel.content[0].text).toMatch(/^There is no panel "secrets"\. Panels: command, request, response, graphql, exception, logs/);
   });
 
   it('changes nothing in the file', async () => {
