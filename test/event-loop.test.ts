@@ -59,7 +59,7 @@ describe('the event loop per request', () => {
     expect(page).toContain('10 requests waited behind it');
     for (const token of waited) expect(page).toContain(`href="/_profiler/${token}?panel=performance"`);
     const waiterPage = await (await fetch(`${server.url}/_profiler/${waited[0]}?panel=performance`)).text();
-    expect(waiterPage).toContain(`Waited behind <a class="mono" href="/_profiler/${blockToken}?panel=performance"`);
+    expect(waiterPage).toContain(`Arrived while the synchronous code of <a class="mono" href="/_profiler/${blockToken}?panel=performance"`);
   });
 
   it('counts the garbage collections a request saw and its heap at start and end; a quick request holds nothing up', async () => {
