@@ -151,6 +151,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     },
     serverTiming: options.serverTiming,
     viewLocals: options.viewLocals,
+    heapAndGc: options.heapAndGc,
     inject: debug ? toolbarInjector(tellOwn) : undefined,
     failed: (err) => tellOwn(`recording a request failed: ${(err as Error)?.message ?? err}`),
   });

@@ -11,7 +11,7 @@ describe('the event loop per request', () => {
   let profiler: ReturnType<typeof webProfiler>;
 
   beforeAll(async () => {
-    profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    profiler = webProfiler({ database: tempDb(), heapAndGc: true, onError: () => {} });
     const app = express();
     app.use(profiler);
     app.get('/report', (_req, res) => {

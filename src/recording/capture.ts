@@ -186,7 +186,9 @@ function captureWork(ctx: WorkContext, c: Captured, size: number): number {
   }
   if (c.exception) for (const e of c.exception.chain) size += 256 + e.message.length + e.stack.length + e.frames.length * 128;
   if (ctx.trace !== undefined) c.trace = ctx.trace;
-  if (ctx.loop !== undefined) c.loop = ctx.loop;
+  // Most requests held nothing up and waited for nothing: their empty state is not stored.
+  const loop = ctx.loop;
+  if (loop !== undefined && (loop.heap !== undefined || loop.blocks !== undefined || loop.waits !== undefined)) c.loop = loop;
   return size;
 }
 

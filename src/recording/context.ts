@@ -104,6 +104,8 @@ export interface RecorderSettings {
   serverTiming: boolean;
   /** Keep the values of a view's locals, not only their names. */
   viewLocals: boolean;
+  /** Per request: GC pauses while in flight, heap used at start and end (see loop.ts). */
+  heapAndGc: boolean;
   /** Hosts besides loopback whose calls carry the parent token. */
   linkHosts: string[];
   /** Trouble of the recorder's own, after the response: told, never thrown at the app. */
