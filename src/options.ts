@@ -62,6 +62,12 @@ export interface ProfilerOptions {
   serverTiming?: boolean;
   /** Keep the values of the locals each view is rendered with (redacted, within 8 KiB a render), not only their names. Default off. */
   viewLocals?: boolean;
+  /**
+   * Requests not to record. `paths`: a string is a path and what lies under it (`/health` takes
+   * `/health` and `/health/db`), a RegExp is tested on the path; `statuses`: responses with these
+   * statuses are not stored. Default none: hiding 404s hides bugs.
+   */
+  exclude?: { paths?: (string | RegExp)[]; statuses?: number[] };
   /** Per request: the garbage collections while it was in flight and the heap used at its start and end. Default off: it costs about 4% of a hello route's CPU. */
   heapAndGc?: boolean;
   /** Where a trace id links to, `%s` for the id: `http://localhost:16686/trace/%s` (Jaeger). Default: the profiles of that trace. */
@@ -99,6 +105,7 @@ export interface ResolvedOptions {
   viewLocals: boolean;
   traceUrl: string | undefined;
   heapAndGc: boolean;
+  exclude: { paths: (string | RegExp)[]; statuses: number[] };
   /** Every panel in menu order: the core ones, then the app's. */
   panels: PanelInfo[];
 }
@@ -164,6 +171,7 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
     viewLocals: options.viewLocals ?? false,
     traceUrl: options.traceUrl,
     heapAndGc: options.heapAndGc ?? false,
+    exclude: { paths: options.exclude?.paths ?? [], statuses: options.exclude?.statuses ?? [] },
     panels: [...corePanels, ...(options.collectors ?? [])],
   };
 }

@@ -126,6 +126,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   exactCpuProfiles();
   const explainable = new ExplainRegistry();
   let appDescribed = false;
+  const excludedStatuses = options.exclude.statuses;
   const nextToken = storage.shared ? sharedTokenSource(options.tokenLength, writer.taken, writer.slot) : tokenSource(options.tokenLength, writer.taken);
   const record = recorder({
     debug,
@@ -140,6 +141,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
       appDescribed = true;
     },
     done: (ctx) => {
+      if (excludedStatuses.length > 0 && excludedStatuses.includes(ctx.res.statusCode)) return;
       writer.push(capture(ctx, options.collectors, options, tellOwn));
       if (ctx.inside !== undefined) explainable.keep(ctx.token, ctx.inside.queries);
       if (ctx.res.statusCode >= 500 || ctx.error !== undefined) noteFailure(failures, ctx, ctx.res.statusCode);
@@ -233,6 +235,18 @@ function drewShared(token: string, writer: ProfileWriter): boolean {
   return token.startsWith(prefix) && writer.taken.has(token.slice(prefix.length));
 }
 
+/** Whether the path of `url` is one the app asked not to record: a string takes itself and what lies under it. */
+function excluded(url: string, paths: (string | RegExp)[]): boolean {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  return paths.some((p) => {
+    if (typeof p === 'string') return path === p || path.startsWith(p.endsWith('/') ? p : `${p}/`);
+    // A global RegExp keeps where it last matched: each path is tested from its start.
+    p.lastIndex = 0;
+    return p.test(path);
+  });
+}
+
 /** A profiler given no key (and no authorize) makes one: see checkAccess for why loopback is not enough. */
 function withKey(options: ResolvedOptions, database: string): ResolvedOptions {
   if (options.secret !== undefined || options.authorize) return options;
@@ -258,6 +272,7 @@ function assemble(options: ResolvedOptions, recording?: Recording): WebProfiler 
   const pages = recording?.pages;
 
   let pinoHttp: boolean | undefined;
+  const excludedPaths = options.exclude.paths;
   let lastApp: unknown;
   let keyToTell = recording && announcesKey(options);
   const middleware = function webProfilerMiddleware(req: Request, res: Response, next: NextFunction) {
@@ -273,15 +288,17 @@ function assemble(options: ResolvedOptions, recording?: Recording): WebProfiler 
         req.baseUrl ??= '';
         return pages(req, res);
       }
-      const cpu = cpuAsked(req.headers);
-      if (cpu !== undefined) return askedForCpu(req, res, next, cpu);
-      record(req, res, next);
-      // After the first request's recording: the recorder has hooked the app's layers by then.
-      if (req.app !== lastApp) {
-        lastApp = req.app;
-        runInFront(req.app, middleware);
+      if (excludedPaths.length === 0 || !excluded(req.url, excludedPaths)) {
+        const cpu = cpuAsked(req.headers);
+        if (cpu !== undefined) return askedForCpu(req, res, next, cpu);
+        record(req, res, next);
+        // After the first request's recording: the recorder has hooked the app's layers by then.
+        if (req.app !== lastApp) {
+          lastApp = req.app;
+          runInFront(req.app, middleware);
+        }
+        return;
       }
-      return;
     }
     // App code calls req.log whether or not the profiler records: it must exist and cost nothing
     // (unless pino-http gives it, which it does only where req.log is not set yet).
