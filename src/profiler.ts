@@ -19,7 +19,7 @@ import type { ProfileReader } from './storage/reader.js';
 import { ProfileWriter } from './storage/writer.js';
 import { profilerPages } from './web/profiler-pages.js';
 import { toolbarInjector } from './web/toolbar.js';
-import { instrumentLoaded } from './instruments/index.js';
+import { followLoads, instrumentLoaded } from './instruments/index.js';
 import { hookEsmNodemailer, mailTransport } from './instruments/nodemailer.js';
 import { recordViews } from './instruments/views.js';
 import { answer, KEPT_FAILURES, type Failure, type Readable } from './testing/registry.js';
@@ -120,6 +120,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     if (isLoaded(ASYNC_LIBRARIES)) trackRequests();
   };
   findDrivers();
+  followLoads(findDrivers);
   // An app that imports nodemailer 10 or drizzle-orm as ES modules runs copies no require cache lists.
   void hookEsmNodemailer(tellOwn);
   void hookEsmDrizzle(tellOwn);

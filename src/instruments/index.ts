@@ -1,3 +1,4 @@
+import dc from 'node:diagnostics_channel';
 import { createRequire } from 'node:module';
 import type { DriverAdapter } from './driver.js';
 import { betterSqlite3 } from './better-sqlite3.js';
@@ -48,6 +49,29 @@ export function instrumentLoaded(tell: (message: string) => void): boolean {
     }
   }
   return found;
+}
+
+/** The packages whose loading makes the profiler look for drivers again. */
+const DRIVER_SPECIFIER = /^(?:better-sqlite3|pg|mysql2?|sqlite3|ioredis|redis|@redis\/client|nodemailer|drizzle-orm|bullmq)(?:\/|$)/;
+let following = false;
+
+/**
+ * A driver loaded after the profiler started, in a process that serves no request to find it at
+ * (a script, a queue worker): Node (22.15 and later) publishes each require and import, and the
+ * loaded copies are hooked as it returns. On Node 20 the profiler's own storage has loaded
+ * better-sqlite3 before any script does; elsewhere an app's first request finds the rest.
+ */
+export function followLoads(found: () => void): void {
+  if (following) return;
+  following = true;
+  const loaded = (message: unknown) => {
+    const m = message as { id?: unknown; url?: unknown };
+    const specifier = typeof m.id === 'string' ? m.id : typeof m.url === 'string' ? m.url : '';
+    if (DRIVER_SPECIFIER.test(specifier)) found();
+  };
+  for (const name of ['module.require', 'module.import']) {
+    dc.tracingChannel(name).subscribe({ start() {}, end: loaded, asyncStart() {}, asyncEnd: loaded, error() {} });
+  }
 }
 
 /**
