@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import path from 'node:path';
+import { FAILED } from '../redaction/record.js';
 import { performance } from 'node:perf_hooks';
 
 /** views/ sits beside src/ and dist/ at the package root. */
@@ -27,6 +28,9 @@ const asset = (name: string) => readFileSync(path.join(VIEWS, 'assets', name), '
 const assets = { css: asset('style.css'), js: asset('app.js') };
 
 
+/** The summary's `failed` bits in words (the live list's app.js says the same). */
+const FAILED_REASONS: [number, string][] = [[FAILED.exception, 'an exception'], [FAILED.errorLog, 'an error logged'], [FAILED.graphql, 'GraphQL errors']];
+
 export const helpers = {
   ms: (value: number | undefined) => (value === undefined || value < 0 ? '–' : value >= 100 ? `${Math.round(value)} ms` : value >= 1 ? `${value.toFixed(1)} ms` : `${value.toFixed(2)} ms`),
   bytes(value: number | undefined) {
@@ -46,7 +50,7 @@ export const helpers = {
   statusClass: (status: number) => (status >= 500 ? 's-server' : status >= 400 ? 's-client' : status >= 300 ? 's-redirect' : 's-ok'),
   statusText: (status: number) => STATUS_CODES[status] ?? '',
   /** Why a profile failed where its status does not say (the summary's `failed` bits, see redaction/record.ts), in words. */
-  failedReasons: (failed: number | null | undefined) => [[1, 'an exception'], [2, 'an error logged'], [4, 'GraphQL errors']].filter(([bit]) => ((failed ?? 0) & (bit as number)) !== 0).map(([, why]) => why as string),
+  failedReasons: (failed: number | null | undefined) => FAILED_REASONS.filter(([bit]) => ((failed ?? 0) & bit) !== 0).map(([, why]) => why),
   /** What a profile's status badge says, and its colour: a command's exit code, a request's status. */
   outcome: (p: { type?: string; status: number }) => (p.type === 'command' ? { text: `exit ${p.status}`, cls: p.status === 0 ? 's-ok' : 's-server', title: p.status === 0 ? 'Ran to its end' : 'Failed' } : { text: String(p.status), cls: helpers.statusClass(p.status), title: STATUS_CODES[p.status] ?? '' }),
   json: (value: unknown) => (value === undefined ? '' : JSON.stringify(value, null, 2)),
