@@ -161,7 +161,13 @@ export class WriteQueue<T> {
 
   private async prune(): Promise<void> {
     const now = Date.now();
-    if (now < this.nextPrune) return;
+    if (now < this.nextPrune) {
+      // What was just written may be over the limit: come back when the gate opens, or a store
+      // whose writes stop here (another instance pruned before this batch landed) stays over it.
+      this.morePrune = true;
+      this.schedule(this.nextPrune - now);
+      return;
+    }
     this.nextPrune = now + this.sink.pruneEveryMs;
     const byAge = now >= this.nextAgePrune;
     if (byAge) this.nextAgePrune = now + AGE_PRUNE_EVERY_MS;
@@ -188,6 +194,7 @@ export class WriteQueue<T> {
     clearTimeout(this.timer);
     await this.flush();
     this.closed = true;
+    clearTimeout(this.timer);
     await this.sink.close();
   }
 }
