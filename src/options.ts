@@ -70,6 +70,12 @@ export interface ProfilerOptions {
   exclude?: { paths?: (string | RegExp)[]; statuses?: number[] };
   /** Per request: the garbage collections while it was in flight and the heap used at its start and end. Default off: it costs about 4% of a hello route's CPU. */
   heapAndGc?: boolean;
+  /**
+   * Keep the prompts and answers of AI model calls (openai, @anthropic-ai/sdk, the ai SDK):
+   * redacted, within 20 kB each. Default off: the panel shows models, tokens, timings, tool calls
+   * and errors, and nothing of what was said.
+   */
+  aiContent?: boolean;
   /** Where a trace id links to, `%s` for the id: `http://localhost:16686/trace/%s` (Jaeger). Default: the profiles of that trace. */
   traceUrl?: string;
 }
@@ -105,6 +111,7 @@ export interface ResolvedOptions {
   viewLocals: boolean;
   traceUrl: string | undefined;
   heapAndGc: boolean;
+  aiContent: boolean;
   exclude: { paths: (string | RegExp)[]; statuses: number[] };
   /** Every panel in menu order: the core ones, then the app's. */
   panels: PanelInfo[];
@@ -171,6 +178,7 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
     viewLocals: options.viewLocals ?? false,
     traceUrl: options.traceUrl,
     heapAndGc: options.heapAndGc ?? false,
+    aiContent: options.aiContent ?? false,
     exclude: { paths: options.exclude?.paths ?? [], statuses: options.exclude?.statuses ?? [] },
     panels: [...corePanels, ...(options.collectors ?? [])],
   };

@@ -21,6 +21,8 @@ import { profilerPages } from './web/profiler-pages.js';
 import { toolbarInjector } from './web/toolbar.js';
 import { followLoads, instrumentLoaded } from './instruments/index.js';
 import { hookEsmNodemailer, mailTransport } from './instruments/nodemailer.js';
+import { hookEsmAiSdks } from './instruments/ai-sdks.js';
+import { recordAiSdk } from './instruments/ai-telemetry.js';
 import { recordViews } from './instruments/views.js';
 import { answer, KEPT_FAILURES, type Failure, type Readable } from './testing/registry.js';
 import { panelOptionsOf, readProfile } from './collectors/index.js';
@@ -112,6 +114,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   recordHttpCalls(tellOwn);
   recordPino(tellOwn);
   recordGraphqlResolvers();
+  recordAiSdk();
   const findDrivers = () => {
     instrumentLoaded(tellOwn);
     if (instrumentNest(tellOwn)) trackRequests();
@@ -124,6 +127,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   // An app that imports nodemailer 10 or drizzle-orm as ES modules runs copies no require cache lists.
   void hookEsmNodemailer(tellOwn);
   void hookEsmDrizzle(tellOwn);
+  void hookEsmAiSdks(tellOwn);
   exactCpuProfiles();
   const explainable = new ExplainRegistry();
   let appDescribed = false;
@@ -155,6 +159,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     serverTiming: options.serverTiming,
     viewLocals: options.viewLocals,
     heapAndGc: options.heapAndGc,
+    aiContent: options.aiContent,
     inject: debug ? toolbarInjector(tellOwn) : undefined,
     failed: (err) => tellOwn(`recording a request failed: ${(err as Error)?.message ?? err}`),
   });

@@ -10,6 +10,7 @@ import { cache } from './cache.js';
 import { cpu } from './cpu.js';
 import { mail } from './mail.js';
 import { jobs } from './jobs.js';
+import { ai } from './ai.js';
 import { views } from './views.js';
 import { db } from './db.js';
 import { httpClient } from './http-client.js';
@@ -21,7 +22,7 @@ import { response } from './response.js';
 import { routing } from './routing.js';
 
 /** The core panels in menu order. A new panel: its collector here, its view in views/panels/<id>.eta. */
-export const corePanels: CorePanel[] = [command, request, response, graphql, exception, logs, performance, db, httpClient, cache, views, mail, jobs, cpu, routing, config] as CorePanel[];
+export const corePanels: CorePanel[] = [command, request, response, graphql, exception, logs, performance, db, httpClient, cache, views, mail, jobs, ai, cpu, routing, config] as CorePanel[];
 
 export type { Collector, CorePanel, PanelInfo, PanelOptions } from './collector.js';
 

@@ -7,7 +7,7 @@ import { layerAt } from './inside-layers.js';
 /** A row of the timeline: a router layer, or what ran inside one (a query, an HTTP call, a span of the app's). */
 export interface TimelineItem {
   name: string;
-  kind: Span['kind'] | 'query' | 'http' | 'cache' | 'view' | 'mail' | 'job' | 'span';
+  kind: Span['kind'] | 'query' | 'http' | 'cache' | 'view' | 'mail' | 'job' | 'ai' | 'span';
   /** Milliseconds since the request arrived. */
   start: number;
   end: number;
@@ -66,6 +66,7 @@ function timelineOf(s: Snapshot): TimelineItem[] | undefined {
   for (const r of inside.renders ?? []) inner.push({ name: short(`render ${r.name}`), kind: 'view', start: r.start, end: r.end, depth: 1, ...(r.error ? { error: true } : {}) });
   for (const m of inside.mails ?? []) inner.push({ name: short(`mail ${m.message.subject ?? ''}`), kind: 'mail', start: m.start, end: m.end, depth: 1, ...(m.error ? { error: true } : {}) });
   for (const q of inside.queued ?? []) inner.push({ name: short(`queue ${q.queue}${q.name ? ` ${q.name}` : ''}${q.ids.length ? ` #${q.ids.join(', #')}` : ''}`), kind: 'job', start: q.start, end: q.end, depth: 1, ...(q.error ? { error: true } : {}) });
+  for (const c of inside.ai ?? []) inner.push({ name: short(`${c.library === 'ai' ? 'ai SDK' : c.library} ${c.model ?? ''} ${c.operation ?? ''}`.trim()), kind: 'ai', start: c.start, end: c.end, depth: 1, ...(c.error ? { error: true } : {}) });
   for (const m of inside.marks) inner.push({ name: short(m.name), kind: 'span', start: m.start, end: m.end, depth: 1, ...(m.error ? { error: true } : {}) });
   inner.sort((a, b) => a.start - b.start || b.end - a.end);
   const open: TimelineItem[] = [];

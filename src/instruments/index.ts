@@ -11,9 +11,10 @@ import { nodeRedis } from './node-redis.js';
 import { nodemailer } from './nodemailer.js';
 import { drizzle } from './drizzle.js';
 import { bullmq } from './bullmq.js';
+import { anthropic, openai } from './ai-sdks.js';
 
-/** The packages recorded with no setup: databases, caches, mail. A new one: its adapter file beside these, and its name here. */
-export const drivers: DriverAdapter[] = [betterSqlite3, pg, mysql2, mysql, sqlite3, ioredis, nodeRedis, nodemailer, drizzle, bullmq];
+/** The packages recorded with no setup: databases, caches, mail, queues, AI providers. A new one: its adapter file beside these, and its name here. */
+export const drivers: DriverAdapter[] = [betterSqlite3, pg, mysql2, mysql, sqlite3, ioredis, nodeRedis, nodemailer, drizzle, bullmq, openai, anthropic];
 
 const requireCache = createRequire(__filename).cache;
 const hooked = new WeakSet<object>();
@@ -52,7 +53,7 @@ export function instrumentLoaded(tell: (message: string) => void): boolean {
 }
 
 /** The packages whose loading makes the profiler look for drivers again. */
-const DRIVER_SPECIFIER = /^(?:better-sqlite3|pg|mysql2?|sqlite3|ioredis|redis|@redis\/client|nodemailer|drizzle-orm|bullmq)(?:\/|$)/;
+const DRIVER_SPECIFIER = /^(?:better-sqlite3|pg|mysql2?|sqlite3|ioredis|redis|@redis\/client|nodemailer|drizzle-orm|bullmq|openai|@anthropic-ai\/sdk)(?:\/|$)/;
 let following = false;
 
 /**

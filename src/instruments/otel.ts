@@ -17,6 +17,8 @@ interface EndedSpan {
  * spans would show it twice. A span from any other (Prisma's, the AI SDK's, Mongo's, the app's
  * own tracer) is shown.
  */
+/** @anthropic-ai/sdk's own spans (`com.anthropic.sdk.typescript[.<platform>]`): its calls are recorded from the wire (ai-sdks.ts). */
+const ANTHROPIC_SCOPE = 'com.anthropic.sdk.typescript';
 const RECORDED_NATIVELY = new Set([
   '@opentelemetry/instrumentation-http', '@opentelemetry/instrumentation-express', '@opentelemetry/instrumentation-undici',
   '@opentelemetry/instrumentation-pg', '@opentelemetry/instrumentation-mysql', '@opentelemetry/instrumentation-mysql2',
@@ -53,7 +55,7 @@ export function spanProcessor() {
       if (o === undefined) return;
       open.delete(span);
       const scope = span.instrumentationScope?.name ?? span.instrumentationLibrary?.name ?? '';
-      if (RECORDED_NATIVELY.has(scope)) return;
+      if (RECORDED_NATIVELY.has(scope) || scope.startsWith(ANTHROPIC_SCOPE)) return;
       try {
         bridged(o.ctx, span, scope, o.start, sinceStart(o.ctx));
       } catch (err) {

@@ -106,6 +106,8 @@ export interface RecorderSettings {
   viewLocals: boolean;
   /** Per request: GC pauses while in flight, heap used at start and end (see loop.ts). */
   heapAndGc: boolean;
+  /** Keep AI calls' prompts and answers (see ai.ts). */
+  aiContent: boolean;
   /** Hosts besides loopback whose calls carry the parent token. */
   linkHosts: string[];
   /** Trouble of the recorder's own, after the response: told, never thrown at the app. */

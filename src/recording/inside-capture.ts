@@ -3,6 +3,7 @@ import type { CallEntry, Inside, MarkEntry, QueuedJob } from './inside.js';
 import type { CommandEntry, ReplyShape } from './commands.js';
 import type { MailMessage } from './mails.js';
 import type { RenderEntry } from './renders.js';
+import type { AiCallEntry } from './ai.js';
 import type { CallerFrom } from './inside.js';
 
 export interface ErrorSummary {
@@ -74,6 +75,16 @@ export interface CapturedInside {
   renders?: CapturedRender[];
   mails?: CapturedMail[];
   queued?: CapturedQueued[];
+  ai?: CapturedAiCall[];
+}
+
+/** A model call as it crosses to the writer: the wire's texts as they were, read there (see redaction/ai.ts). */
+export interface CapturedAiCall extends Omit<AiCallEntry, 'error' | 'caller' | 'firstChunk' | 'content'> {
+  firstChunk?: number;
+  caller?: string;
+  error?: ErrorSummary;
+  /** Keep its prompt and answer. */
+  content?: true;
 }
 
 export interface CapturedQueued extends Omit<QueuedJob, 'error' | 'caller'> {
@@ -148,6 +159,22 @@ export function captureInside(inside: Inside, end: number): { value: CapturedIns
     value.queued = inside.queued.map(({ error, caller, start, end: ended, ...rest }) => {
       size += 256 + rest.ids.length * 16;
       return { ...rest, start: at(start, end), end: at(ended, end), ...(caller !== undefined ? { caller } : {}), ...(error !== undefined ? { error: errorSummary(error) } : {}) };
+    });
+  }
+  if (inside.ai.length > 0) {
+    value.ai = inside.ai.map(({ error, caller, firstChunk, content, start, end: ended, wire, ...rest }) => {
+      size += 512 + (wire ? (wire.body?.length ?? 0) + wire.answer.length + (wire.tail?.length ?? 0) : 2048);
+      return {
+        ...rest,
+        start: at(start, end),
+        end: at(ended, end),
+        // The answer may still be arriving: what has come so far.
+        ...(wire !== undefined ? { wire: { ...wire } } : {}),
+        ...(firstChunk !== undefined ? { firstChunk: at(firstChunk, end) } : {}),
+        ...(caller !== undefined ? { caller } : {}),
+        ...(error !== undefined ? { error: errorSummary(error) } : {}),
+        ...(content ? { content: true as const } : {}),
+      };
     });
   }
   return { value, size };

@@ -90,6 +90,8 @@ export interface Inside {
   mails: import('./mails.js').MailEntry[];
   /** Jobs queued. */
   queued: QueuedJob[];
+  /** Calls to AI models: see ai.ts. */
+  ai: import('./ai.js').AiCallEntry[];
 }
 
 /** Details are kept for this many statements (and calls, and spans) per request; the rest are counted and timed. */
@@ -100,7 +102,7 @@ export const MAX_CALLERS = 100;
 export function insideOf(ctx: WorkContext): Inside {
   if (ctx.inside !== undefined) return ctx.inside;
   trackRequests();
-  return (ctx.inside = { queries: [], queryCount: 0, queryTime: 0, calls: [], callCount: 0, marks: [], commands: [], commandCount: 0, renders: [], mails: [], queued: [] });
+  return (ctx.inside = { queries: [], queryCount: 0, queryTime: 0, calls: [], callCount: 0, marks: [], commands: [], commandCount: 0, renders: [], mails: [], queued: [], ai: [] });
 }
 
 export const sinceStart = (ctx: WorkContext): number => performance.now() - ctx.start;

@@ -13,6 +13,7 @@ import { RequestSecrets } from './request-secrets.js';
 import { redactStatement, type RedactedStatement } from './sql.js';
 import { redactCommand } from './commands.js';
 import { redactMail, type StoredMail } from './mail.js';
+import { storedAiCall, type StoredAiCall } from './ai.js';
 import { graphqlLabel, graphqlOperations } from './graphql.js';
 
 export interface RecordOptions {
@@ -25,7 +26,7 @@ export interface RecordedQuery extends CapturedQuery {
   hidden?: RedactedStatement['hidden'];
 }
 
-export type RecordedInside = Omit<CapturedInside, 'queries' | 'mails'> & { queries: RecordedQuery[]; mails?: StoredMail[] };
+export type RecordedInside = Omit<CapturedInside, 'queries' | 'mails' | 'ai'> & { queries: RecordedQuery[]; mails?: StoredMail[]; ai?: StoredAiCall[] };
 
 /** Why a profile failed, where its status does not say: bits of the summary's `failed`. */
 export const FAILED = { exception: 1, errorLog: 2, graphql: 4 } as const;
@@ -368,7 +369,7 @@ function redactInside(inside: CapturedInside, keys: string[], secrets: RequestSe
     responseHeaders: redactHeaders((call.responseHeaders ?? {}) as Record<string, unknown>, keys),
     error: call.error && { ...call.error, message: redactText(call.error.message, keys) },
   })), []);
-  const out: RecordedInside = { ...inside, queries, calls, mails: undefined };
+  const out: RecordedInside = { ...inside, queries, calls, mails: undefined, ai: undefined };
   if (inside.commands) out.commands = part('cache', () => inside.commands!.map((command) => redactCommand(command, keys, secrets)), []);
   if (inside.renders) {
     out.renders = part('views', () => inside.renders!.map((r) => ({
@@ -379,6 +380,7 @@ function redactInside(inside: CapturedInside, keys: string[], secrets: RequestSe
   }
   if (inside.mails) out.mails = part('mail', () => inside.mails!.map((mail) => redactMail(mail, keys)), []);
   if (inside.marks.some((m) => m.attributes !== undefined)) out.marks = part('performance', () => inside.marks.map((m) => (m.attributes === undefined ? m : { ...m, attributes: redactValue(m.attributes, keys) as Record<string, unknown> })), []);
+  if (inside.ai) out.ai = part('ai', () => inside.ai!.map((c) => storedAiCall(c, keys, secrets)), []);
   if (inside.queued) out.queued = part('jobs', () => inside.queued!.map((q) => (q.error ? { ...q, error: { ...q.error, message: redactText(q.error.message, keys) } } : q)), []);
   return out;
 }
