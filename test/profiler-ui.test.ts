@@ -221,12 +221,20 @@ describe('toolbar', () => {
     const page = (csp: string) => (_req: express.Request, res: express.Response) => res.set('Content-Security-Policy', csp).type('html').send('<html><body>strict</body></html>');
     e.get('/helmet', page("default-src 'self';script-src 'self';script-src-attr 'none';style-src 'self' https: 'unsafe-inline'"));
     e.get('/nonce', page("default-src 'none'; script-src 'nonce-r4nd0m'; connect-src 'self'"));
+    e.get('/cdn', page("script-src https://cdn.example.test"));
     e.get('/none', page("script-src 'none'"));
     const strict = await listen(e);
     try {
       expect(await (await fetch(`${strict.url}/helmet`)).text()).toMatch(/hidden><\/div><script src="\/_wdt\/loader\.js"><\/script><\/body>/);
       expect(await (await fetch(`${strict.url}/nonce`)).text()).toMatch(/hidden><\/div><script nonce="r4nd0m">\(function/);
-      for (let i = 0; i < 3; i++) expect(await (await fetch(`${strict.url}/none`)).text()).toBe('<html><body>strict</body></html>');
+      // A page that runs no script at all, the app's or Express's own "Cannot GET" (default-src 'none'), goes without, unsaid.
+      expect(await (await fetch(`${strict.url}/none`)).text()).toBe('<html><body>strict</body></html>');
+      const missing = await fetch(`${strict.url}/missing`);
+      expect([missing.status, missing.headers.get('content-security-policy')]).toEqual([404, "default-src 'none'"]);
+      expect(await missing.text()).not.toContain('wp-wdt');
+      expect(told.filter((m) => m.includes('Content-Security-Policy'))).toEqual([]);
+      // One that runs scripts, but not from here: said once.
+      for (let i = 0; i < 3; i++) expect(await (await fetch(`${strict.url}/cdn`)).text()).toBe('<html><body>strict</body></html>');
       expect(told.filter((m) => m.includes('Content-Security-Policy'))).toHaveLength(1);
       // The loader is the code every page carries inline: it needs no key.
       const loader = await fetch(`${strict.url}/_wdt/loader.js`);

@@ -73,7 +73,7 @@ function timelineOf(s: Snapshot): TimelineItem[] | undefined {
   for (const item of inner) {
     while (open.length > 0 && !(item.start >= open[open.length - 1].start && item.end <= open[open.length - 1].end)) open.pop();
     item.depth = 1 + open.length;
-    if (item.kind === 'span' || item.kind === 'view') open.push(item);
+    if (item.kind === 'span' || item.kind === 'view' || item.kind === 'ai') open.push(item);
   }
   const rows: TimelineItem[] = [];
   let next = 0;

@@ -35,9 +35,11 @@ export const toolbarInjector = (tell: (message: string) => void) =>
   if (/attachment/i.test(String(res.getHeader('content-disposition') ?? ''))) return undefined;
   if (req.headers['x-requested-with'] === 'XMLHttpRequest') return undefined;
   if (ownPages.has(res)) return undefined;
-  const script = scriptFor(res.getHeader('content-security-policy'));
+  const policy = res.getHeader('content-security-policy');
+  const script = scriptFor(policy);
   if (script === undefined) {
-    tell(NO_SCRIPT);
+    // A page that runs no script at all (Express's own "Cannot GET /x": default-src 'none') is not one a toolbar was expected on.
+    if (!runsNoScript(policy)) tell(NO_SCRIPT);
     return undefined;
   }
   res.removeHeader('ETag');
@@ -81,6 +83,13 @@ export function scriptFor(header: unknown): Script | undefined {
   if (nonce) return { inline: true, nonce };
   return self ? { inline: false } : undefined;
 }
+
+/** A policy lets no script run on the page, from anywhere. */
+const runsNoScript = (header: unknown): boolean =>
+  (Array.isArray(header) ? header : [header]).flatMap((h) => String(h).split(',')).some((policy) => {
+    const sources = scriptSources(policy);
+    return sources !== undefined && sources.every((s) => s === "'none'");
+  });
 
 /** The sources of the directive that governs <script> elements, or undefined where none does. */
 function scriptSources(policy: string): string[] | undefined {
