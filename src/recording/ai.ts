@@ -26,6 +26,8 @@ export interface AiCallEntry {
   /** A stream's first chunk. */
   firstChunk: number | undefined;
   caller: string | undefined;
+  /** Where the caller came from when the call's own stack held no line of the app's (see answeredFrom). */
+  callerFrom?: import('./inside.js').CallerFrom;
   error: unknown;
   /** A call made through a provider's SDK: what went over the wire, read by the writer. */
   wire?: WireCall;

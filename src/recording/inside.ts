@@ -197,8 +197,9 @@ export function answeredFrom(ctx: RequestContext): void {
   if (inside === undefined) return;
   let caller: string | undefined | null = null;
   let from: CallerFrom = 'response';
-  for (const q of inside.queries) {
-    if (!q.kept || q.caller !== undefined) continue;
+  // A model call the ai SDK streams is made from a promise it detached from the app's call.
+  for (const q of inside.ai.length === 0 ? inside.queries : [...inside.queries, ...inside.ai]) {
+    if ((q as QueryEntry).kept === false || q.caller !== undefined) continue;
     if (caller === null) {
       caller = callerFrame();
       if (caller === undefined) {

@@ -1,4 +1,5 @@
 import type { AiFacts, WireCall } from '../recording/ai.js';
+import type { CallerFrom } from '../recording/inside.js';
 import type { CapturedAiCall, ErrorSummary } from '../recording/inside-capture.js';
 import { REDACTED, redactText, redactValue } from './redact.js';
 import type { RequestSecrets } from './request-secrets.js';
@@ -10,6 +11,7 @@ export interface StoredAiCall extends Omit<AiFacts, 'tools'> {
   end: number;
   firstChunk?: number;
   caller?: string;
+  callerFrom?: CallerFrom;
   /** Provider SDK calls: where they went and what the server answered. */
   url?: string;
   status?: number;
@@ -62,7 +64,7 @@ interface Answer {
   finishReason?: string;
   toolCalls: { name: string; arguments: string }[];
   text: string;
-  error?: string;
+  error?: { message: string; code?: string };
 }
 
 /** An OpenAI chat completion, or its chunks folded into one. */
@@ -96,7 +98,7 @@ function responsesAnswer(answer: Answer, response: Json): void {
     for (const c of item.content ?? []) if (typeof c.text === 'string') answer.text += c.text;
   }
   answer.finishReason = answer.toolCalls.length > 0 ? 'tool_calls' : str(response.incomplete_details?.reason) ?? str(response.status) ?? answer.finishReason;
-  if (response.error?.message) answer.error = String(response.error.message);
+  if (response.error?.message) answer.error = { message: String(response.error.message), ...(typeof response.error.code === 'string' ? { code: response.error.code } : {}) };
 }
 
 /** An Anthropic message, or its stream's events folded into one. */
@@ -128,10 +130,10 @@ function messagesAnswer(answer: Answer, m: Json, blocks: Map<number, { name: str
 }
 
 /** What the wire says: the request's model, stream flag and tools; the answer's tokens, finish, tool calls, error. */
-export function wireFacts(library: string, wire: WireCall): AiFacts & { text: string; error?: string; request?: Json } {
+export function wireFacts(library: string, wire: WireCall): AiFacts & { text: string; error?: Answer['error']; request?: Json } {
   const request = parse(wire.body);
   const operation = operationOf(wire.url);
-  const facts: AiFacts & { text: string; error?: string; request?: Json } = { provider: library, operation, text: '' };
+  const facts: AiFacts & { text: string; error?: Answer['error']; request?: Json } = { provider: library, operation, text: '' };
   if (request) {
     facts.model = str(request.model);
     facts.stream = request.stream === true;
@@ -146,7 +148,8 @@ export function wireFacts(library: string, wire: WireCall): AiFacts & { text: st
   const blocks = new Map<number, { name: string; arguments: string }>();
   for (const e of events) {
     if (e.error != null && (e.type === 'error' || (wire.status ?? 0) >= 400 || e.object === undefined)) {
-      answer.error = String(e.error?.message ?? e.error);
+      const code = e.error?.code ?? e.error?.type;
+      answer.error = { message: String(e.error?.message ?? e.error), ...(typeof code === 'string' ? { code } : {}) };
       continue;
     }
     if (operation === 'chat') chatAnswer(answer, e);
@@ -155,7 +158,7 @@ export function wireFacts(library: string, wire: WireCall): AiFacts & { text: st
       else if (e.object === 'response') responsesAnswer(answer, e);
     } else messagesAnswer(answer, e, blocks);
   }
-  if ((wire.status ?? 0) >= 400 && answer.error === undefined) answer.error = `HTTP ${wire.status}`;
+  if ((wire.status ?? 0) >= 400 && answer.error === undefined) answer.error = { message: `the provider answered ${wire.status}` };
   Object.assign(facts, {
     ...(answer.model !== undefined ? { model: answer.model } : {}),
     ...(answer.inputTokens !== undefined ? { inputTokens: answer.inputTokens } : {}),
@@ -200,18 +203,19 @@ export function storedAiCall(c: CapturedAiCall, keys: string[], secrets: Request
     facts = read;
     out.url = c.wire.url;
     if (c.wire.status !== undefined) out.status = c.wire.status;
-    if (error !== undefined && c.error === undefined) out.error = { class: 'APIError', message: redactText(error, keys) };
+    if (error !== undefined && c.error === undefined) out.error = { class: c.wire.status !== undefined && c.wire.status >= 400 ? `HTTP ${c.wire.status}` : 'Error', message: redactText(error.message, keys), ...(error.code ? { code: error.code } : {}) };
     if (c.content) {
       if (request) {
         const { messages, input, system, instructions } = request;
         facts.prompt = JSON.stringify({ system, instructions, messages, input });
       }
-      facts.output = JSON.stringify(text);
+      if (text !== '') facts.output = JSON.stringify(text);
     }
   }
   Object.assign(out, facts);
   if (c.firstChunk !== undefined && facts.stream) out.firstChunk = c.firstChunk;
   if (c.caller !== undefined) out.caller = c.caller;
+  if (c.callerFrom !== undefined) out.callerFrom = c.callerFrom;
   if (c.error !== undefined) out.error = { ...c.error, message: redactText(c.error.message, keys) };
   if (facts.toolCalls) out.toolCalls = facts.toolCalls.map((t) => ({ name: t.name, arguments: cut(redactJson(t.arguments || '{}', keys, secrets)) }));
   if (c.content && facts.prompt !== undefined) out.prompt = cut(redactJson(facts.prompt, keys, secrets));
