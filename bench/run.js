@@ -136,7 +136,7 @@ async function perOperation(rounds) {
   const time = async (server, what, n) => (await (await fetch(`${server.url}/micro/${what}?n=${n}`)).json()).ms;
   const out = {};
   if (typeof redis === 'string') out.redisMissing = redis;
-  const measured = [['queries', 100], ['calls', 40], ['pino', 200], ['winston', 200], ...(typeof redis === 'string' ? [] : [['redis', 100]]), ['renders', 100], ['mails', 50], ['runs', 100], ['spans', 200]];
+  const measured = [['queries', 100], ['calls', 40], ['pino', 200], ['winston', 200], ...(typeof redis === 'string' ? [] : [['redis', 100]]), ['renders', 100], ['mails', 50], ['runs', 100], ['spans', 200], ['ai', 40], ['ai-sdk', 40]];
   for (const [what, n] of measured) {
     const a = [];
     const b = [];
@@ -260,6 +260,8 @@ process.stdout.write('overhead, hello route…\n');
 results.hello = await overhead('hello', quick ? 1 : 5, scale(30_000));
 process.stdout.write('overhead, hello route, Express 4…\n');
 results.hello4 = await overhead('hello', quick ? 1 : 5, scale(30_000), undefined, { BENCH_EXPRESS: '4' });
+process.stdout.write('Overhead, hello route, with the heapAndGc option…\n');
+results.helloHeap = await overhead('hello', quick ? 1 : 5, scale(30_000), undefined, { BENCH_HEAP_GC: '1' });
 process.stdout.write('overhead, realistic route…\n');
 results.realistic = await overhead('realistic', quick ? 1 : 5, scale(20_000));
 process.stdout.write('overhead, three queries and a fetch…\n');
@@ -294,6 +296,7 @@ const rows = [
   ['Throughput, hello: bare / recorded', `${results.hello.bareRps} / ${results.hello.recordedRps} req/s`, `ratio ${results.hello.ratio}`, '≥ 0.90'],
   ['p99 latency, hello: bare / recorded', `${results.hello.bareP99} / ${results.hello.recordedP99} ms`, '', ''],
   ['Whole-process CPU per request, hello: bare / recorded', `${results.hello.bareCpuUs} / ${results.hello.recordedCpuUs} µs`, `× ${round(results.hello.recordedCpuUs / results.hello.bareCpuUs)}`, '≤ 1.3 ×'],
+  ['Whole-process CPU per request, hello, heapAndGc on: bare / recorded', `${results.helloHeap.bareCpuUs} / ${results.helloHeap.recordedCpuUs} µs`, `× ${round(results.helloHeap.recordedCpuUs / results.helloHeap.bareCpuUs)}`, ''],
   ['Throughput, hello, Express 4: bare / recorded', `${results.hello4.bareRps} / ${results.hello4.recordedRps} req/s`, `ratio ${results.hello4.ratio}`, '≥ 0.90'],
   ['Whole-process CPU per request, hello, Express 4', `${results.hello4.bareCpuUs} / ${results.hello4.recordedCpuUs} µs`, `× ${round(results.hello4.recordedCpuUs / results.hello4.bareCpuUs)}`, '≤ 1.3 ×'],
   ['Throughput, realistic: bare / recorded', `${results.realistic.bareRps} / ${results.realistic.recordedRps} req/s`, `ratio ${results.realistic.ratio}`, ''],
@@ -310,6 +313,8 @@ const rows = [
   ['One ejs render (res.render path): bare / recorded', `${results.perOperation.renders.bareUs} / ${results.perOperation.renders.recordedUs} µs`, `+${results.perOperation.renders.costUs} µs`, ''],
   ['One profiler.run() unit (a command profile stored): bare call / recorded', `${results.perOperation.runs.bareUs} / ${results.perOperation.runs.recordedUs} µs`, `+${results.perOperation.runs.costUs} µs`, ''],
   ['One OpenTelemetry span: the app\'s provider alone / with profiler.spanProcessor()', `${results.perOperation.spans.bareUs} / ${results.perOperation.spans.recordedUs} µs`, `+${results.perOperation.spans.costUs} µs`, ''],
+  ['One model call (openai SDK, loopback provider): bare / recorded', `${results.perOperation.ai.bareUs} / ${results.perOperation.ai.recordedUs} µs`, `+${results.perOperation.ai.costUs} µs`, ''],
+  ['One model call (ai SDK generateText, loopback provider): bare / recorded', `${results.perOperation['ai-sdk'].bareUs} / ${results.perOperation['ai-sdk'].recordedUs} µs`, `+${results.perOperation['ai-sdk'].costUs} µs`, ''],
   ['One nodemailer message (streamTransport): bare / recorded', `${results.perOperation.mails.bareUs} / ${results.perOperation.mails.recordedUs} µs`, `+${results.perOperation.mails.costUs} µs`, ''],
   ['Completeness, hello: answered / stored (distinct)', `${results.hello.answered} / ${results.hello.stored} (${results.hello.distinct})`, results.hello.answered === results.hello.distinct ? 'none lost' : 'MISMATCH', '0 lost'],
   ['Completeness, realistic: answered / stored (distinct)', `${results.realistic.answered} / ${results.realistic.stored} (${results.realistic.distinct})`, results.realistic.answered === results.realistic.distinct ? 'none lost' : 'MISMATCH', '0 lost'],

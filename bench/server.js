@@ -10,6 +10,10 @@ import { fileURLToPath } from 'node:url';
 import ejs from 'ejs';
 import { Redis } from 'ioredis';
 import nodemailer from 'nodemailer';
+import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
+import { generateText } from 'ai';
+import { createOpenAI } from '@ai-sdk/openai';
 import pino from 'pino';
 import winston from 'winston';
 import { webProfiler } from '../dist/index.js';
@@ -20,7 +24,7 @@ const [mode, database, maxProfiles = '1000000', schema = 'web_profiler'] = proce
 const express = process.env.BENCH_EXPRESS === '4' ? express4 : express5;
 const app = express();
 const profiler = mode === 'recorded'
-  ? webProfiler({ database, schema, maxProfiles: Number(maxProfiles), maxAge: 365 * 24 * 3600 * 1000, onError: (m) => process.stderr.write(`[bench server] ${m}\n`) })
+  ? webProfiler({ database, schema, maxProfiles: Number(maxProfiles), maxAge: 365 * 24 * 3600 * 1000, heapAndGc: process.env.BENCH_HEAP_GC === '1', onError: (m) => process.stderr.write(`[bench server] ${m}\n`) })
   : undefined;
 if (profiler) app.use(profiler);
 app.use(express.json());
@@ -95,6 +99,28 @@ app.get('/micro/mails', async (req, res) => {
   const n = Number(req.query.n);
   const started = performance.now();
   for (let i = 0; i < n; i++) await mailer.sendMail({ from: 'shop@example.test', to: 'ada@example.test', subject: 'Your order', text: 'Thank you for your order.', html: '<p>Thank you for your <b>order</b>.</p>' });
+  res.json({ ms: performance.now() - started });
+});
+
+// A model call through the openai SDK (and the ai SDK's), to a provider on loopback answering a chat completion at once.
+const completion = JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }], usage: { prompt_tokens: 12, completion_tokens: 2, total_tokens: 14 } });
+const provider = http.createServer((req, res) => req.resume().on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(completion)));
+await new Promise((resolve) => provider.listen(0, '127.0.0.1', resolve));
+const providerUrl = `http://127.0.0.1:${provider.address().port}/v1`;
+const openai = new OpenAI({ baseURL: providerUrl, apiKey: 'sk-bench', maxRetries: 0 });
+// Loaded, not called: the instruments of both are in place for every route.
+void Anthropic;
+const aiModel = createOpenAI({ baseURL: providerUrl, apiKey: 'sk-bench' }).chat('gpt-4o-mini');
+app.get('/micro/ai', async (req, res) => {
+  const n = Number(req.query.n);
+  const started = performance.now();
+  for (let i = 0; i < n; i++) await openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello' }] });
+  res.json({ ms: performance.now() - started });
+});
+app.get('/micro/ai-sdk', async (req, res) => {
+  const n = Number(req.query.n);
+  const started = performance.now();
+  for (let i = 0; i < n; i++) await generateText({ model: aiModel, prompt: 'Say hello' });
   res.json({ ms: performance.now() - started });
 });
 

@@ -2,6 +2,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { generateText, jsonSchema, streamText, tool } from 'ai';
+import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import express from 'express';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -227,5 +228,39 @@ describe('AI calls with the aiContent option', () => {
     expect(call.prompt).not.toContain('hunter2');
     expect(call.output).toContain('Hello from the fixture');
     expect(JSON.stringify(readRows(database))).not.toContain('hunter2');
+  });
+});
+
+describe('gen_ai spans through the OpenTelemetry bridge', () => {
+  it('lists a model call another instrumentation traced, with its tokens and finish reason, beside the ones recorded natively', async () => {
+    const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    // The app's own provider (not registered globally: the other tests' process stays untraced).
+    const tracer = new BasicTracerProvider({ spanProcessors: [profiler.spanProcessor()] }).getTracer('@traceloop/instrumentation-bedrock');
+    const app = express();
+    app.use(profiler);
+    app.get('/summarise', async (_req, res) => {
+      const span = tracer.startSpan('chat amazon.nova-pro', { attributes: {
+        'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'aws.bedrock', 'gen_ai.request.model': 'amazon.nova-pro-v1:0',
+        'gen_ai.usage.input_tokens': 310, 'gen_ai.usage.output_tokens': 42, 'gen_ai.response.finish_reasons': ['stop'],
+      } });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      span.end();
+      res.json({ ok: true });
+    });
+    const server = await listen(app);
+    try {
+      const res = await fetch(`${server.url}/summarise`);
+      await res.json();
+      profiler.flush();
+      const panel = (await (await fetch(`${server.url}/_profiler/${res.headers.get('x-debug-token')}`, { headers: { accept: 'application/json' } })).json()).collectors.ai;
+      expect(panel.calls).toEqual([expect.objectContaining({
+        source: 'span', library: '@traceloop/instrumentation-bedrock', provider: 'aws.bedrock', model: 'amazon.nova-pro-v1:0', operation: 'chat',
+        inputTokens: 310, outputTokens: 42, finishReason: 'stop',
+      })]);
+      expect(panel.calls[0].duration).toBeGreaterThanOrEqual(19);
+    } finally {
+      await server.close();
+      profiler.close();
+    }
   });
 });
