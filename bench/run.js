@@ -260,7 +260,7 @@ process.stdout.write('overhead, hello route…\n');
 results.hello = await overhead('hello', quick ? 1 : 5, scale(30_000));
 process.stdout.write('overhead, hello route, Express 4…\n');
 results.hello4 = await overhead('hello', quick ? 1 : 5, scale(30_000), undefined, { BENCH_EXPRESS: '4' });
-process.stdout.write('Overhead, hello route, with the heapAndGc option…\n');
+process.stdout.write('overhead, hello route, with the heapAndGc option…\n');
 results.helloHeap = await overhead('hello', quick ? 1 : 5, scale(30_000), undefined, { BENCH_HEAP_GC: '1' });
 process.stdout.write('overhead, realistic route…\n');
 results.realistic = await overhead('realistic', quick ? 1 : 5, scale(20_000));

@@ -6,6 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webProfiler } from '../src/index.js';
 import { listen, tempDb, type Running } from './helpers.js';
 
+/** An app function that holds the loop: the CPU profile's stack names it. */
+function priceEveryOrder(ms: number): number {
+  const until = performance.now() + ms;
+  let total = 0;
+  while (performance.now() < until) total += Math.sqrt(total + 1);
+  return total;
+}
+
 describe('the event loop per request', () => {
   let server: Running;
   let profiler: ReturnType<typeof webProfiler>;
@@ -22,6 +30,7 @@ describe('the event loop per request', () => {
       res.json({ n: n > 0 });
     });
     app.get('/quick/:n', (req, res) => res.json({ n: req.params.n }));
+    app.get('/crunch', (_req, res) => res.json({ total: priceEveryOrder(120) }));
     app.get('/garbage', (_req, res) => {
       let kept = 0;
       for (let i = 0; i < 400; i++) kept += new Array(50_000).fill(i).length;
@@ -57,9 +66,26 @@ describe('the event loop per request', () => {
     const page = await (await fetch(`${server.url}/_profiler/${blockToken}?panel=performance`)).text();
     expect(page).toContain('Held the event loop for');
     expect(page).toContain('10 requests waited behind it');
+    expect(page).toContain('To see what ran: send it again with <span class="mono">X-Debug-Profile: cpu</span>');
     for (const token of waited) expect(page).toContain(`href="/_profiler/${token}?panel=performance"`);
     const waiterPage = await (await fetch(`${server.url}/_profiler/${waited[0]}?panel=performance`)).text();
     expect(waiterPage).toContain(`Arrived while the synchronous code of <a class="mono" href="/_profiler/${blockToken}?panel=performance"`);
+  });
+
+  it('shows the stack that held the loop, from the request\'s CPU profile', async () => {
+    const res = await fetch(`${server.url}/crunch`, { headers: { 'x-debug-profile': 'cpu' } });
+    await res.json();
+    const token = res.headers.get('x-debug-token')!;
+    profiler.flush();
+    const profile = await json(`/_profiler/${token}`);
+    expect(profile.collectors.performance.loop.blocks[0].duration).toBeGreaterThanOrEqual(115);
+    const held = profile.collectors.cpu.held;
+    expect(held).toHaveLength(1);
+    expect(held[0].start).toBe(profile.collectors.performance.loop.blocks[0].start);
+    expect(held[0].stack).toContainEqual(expect.objectContaining({ name: 'priceEveryOrder', kind: 'app', file: expect.stringMatching(/event-loop\.test\.ts$/) }));
+    const page = await (await fetch(`${server.url}/_profiler/${token}?panel=performance`)).text();
+    expect(page).toContain('What ran, from this request\'s CPU profile');
+    expect(page).toMatch(/<li class="frame-app">priceEveryOrder <span class="muted">[^<]*event-loop\.test\.ts:\d+<\/span><\/li>/);
   });
 
   it('counts the garbage collections a request saw and its heap at start and end; a quick request holds nothing up', async () => {

@@ -63,6 +63,8 @@ export interface CpuData {
   startMs?: number;
   functions?: CpuFunction[];
   flame?: FlameNode;
+  /** For each stretch of the request's that held the event loop (see recording/loop.ts): the stack the profile saw most in it, innermost first. */
+  held?: { start: number; stack: Omit<CpuFunction, 'self' | 'total'>[] }[];
 }
 
 const V8_FRAMES = new Set(['(root)', '(program)', '(idle)', '(garbage collector)']);
@@ -91,7 +93,7 @@ function describe(frame: CallFrame): { name: string; file: string; line: number;
  * The request's CPU profile as a panel: time per function (self and total, recursion counted
  * once), and a flame graph of the stacks merged, left-heavy, cut below a visible width.
  */
-export function cpuData(cpu: { busy?: boolean; capped: boolean; others: number; startMs?: number; profile?: unknown }): CpuData {
+export function cpuData(cpu: { busy?: boolean; capped: boolean; others: number; startMs?: number; at?: number; profile?: unknown }, blocks?: { start: number; duration: number }[]): CpuData {
   if (cpu.busy) return { busy: true, others: 0 };
   const profile = cpu.profile as CpuProfile | undefined;
   const data: CpuData = { others: cpu.others };
@@ -166,12 +168,47 @@ export function cpuData(cpu: { busy?: boolean; capped: boolean; others: number; 
     .sort((a, b) => b.self - a.self || b.total - a.total)
     .slice(0, TOP_FUNCTIONS);
   data.flame = flameOf([root.id], 0)[0];
+  if (blocks !== undefined && cpu.at !== undefined) data.held = heldStacks(profile, byId, blocks, cpu.at);
   return data;
+}
+
+const MAX_STACK = 16;
+
+/**
+ * The stack sampled most while each stretch ran: the code that held the loop. Samples are timed
+ * from the profile's start (their deltas summed), which was `at` ms into the request.
+ */
+function heldStacks(profile: CpuProfile, byId: Map<number, ProfileNode>, blocks: { start: number; duration: number }[], at: number): NonNullable<CpuData['held']> {
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const samples = profile.samples ?? [];
+  const deltas = profile.timeDeltas ?? [];
+  const held: NonNullable<CpuData['held']> = [];
+  for (const block of blocks) {
+    const from = (block.start - at) * 1000;
+    const to = from + block.duration * 1000;
+    const seen = new Map<number, number>();
+    let t = 0;
+    for (let i = 0; i < samples.length; i++) {
+      t += deltas[i] ?? 0;
+      if (t >= from && t <= to) seen.set(samples[i], (seen.get(samples[i]) ?? 0) + 1);
+    }
+    let top: number | undefined;
+    for (const [id, n] of seen) if (top === undefined || n > seen.get(top)! || (n === seen.get(top) && id > top)) top = id;
+    if (top === undefined) continue;
+    const stack: Omit<CpuFunction, 'self' | 'total'>[] = [];
+    for (let id: number | undefined = top; id !== undefined && stack.length < MAX_STACK; id = parent.get(id)) {
+      const d = describe(byId.get(id)!.callFrame);
+      if (d.kind !== 'v8') stack.push(d);
+    }
+    if (stack.length > 0) held.push({ start: block.start, stack });
+  }
+  return held;
 }
 
 export const cpu: CorePanel<CpuData> = {
   id: 'cpu',
   title: 'CPU profile',
-  collect: (s) => (s.cpu === undefined ? undefined : cpuData(s.cpu)),
+  collect: (s) => (s.cpu === undefined ? undefined : cpuData(s.cpu, s.loop?.blocks)),
   badge: (data) => (data.busy ? 'busy' : data.samples === undefined ? undefined : `${data.samples} samples`),
 };

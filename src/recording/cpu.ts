@@ -23,6 +23,8 @@ export interface CpuState {
   capped: boolean;
   profile?: unknown;
   startMs?: number;
+  /** When the profile started, in ms since the request arrived: to find its samples of a moment of the request's. */
+  at?: number;
 }
 
 let maglevOff = false;
@@ -79,6 +81,7 @@ export function startCpu(ctx: WorkContext, how: 'header' | 'cookie' | 'asked'): 
   session.post('Profiler.setSamplingInterval', { interval: INTERVAL_US });
   session.post('Profiler.start');
   state.startMs = performance.now() - state.started;
+  state.at = performance.now() - ctx.start;
   const timer = setTimeout(() => {
     state.capped = true;
     stopCpu(ctx);
