@@ -43,6 +43,10 @@ function startServer(mode, database, maxProfiles, schema, env) {
   });
   return new Promise((resolve, reject) => {
     child.once('error', reject);
+    // A server that cannot start (a missing build, a module that fails to load) says so in server.log.
+    const died = (code) => reject(new Error(`the bench server exited (${code}) before it was ready: see ${path.join(work, 'server.log')}`));
+    child.once('exit', died);
+    child.once('message', () => child.off('exit', died));
     child.once('message', (msg) => resolve({
       url: `http://127.0.0.1:${msg.port}`,
       flush: () => ask('flush', 'flushed'),

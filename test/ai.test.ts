@@ -19,7 +19,8 @@ type Call = (provider: string, kind: Case) => Promise<unknown>;
 
 /** The three SDKs as an app uses them, each pointed at the loopback provider by its base URL. */
 function sdks(provider: string): Record<string, Call> {
-  const openai = new OpenAI({ baseURL: `${provider}/v1`, apiKey: 'sk-test-openai', maxRetries: 0 });
+  // A key in the query, as Azure's deployments take it: the stored URL must not keep it.
+  const openai = new OpenAI({ baseURL: `${provider}/v1`, apiKey: 'sk-test-openai', maxRetries: 0, defaultQuery: { 'api-version': '2025-01-01', 'api-key': 'az-query-secret-77' } });
   const anthropic = new Anthropic({ baseURL: provider, apiKey: 'sk-ant-test', maxRetries: 0 });
   const aiOpenai = createOpenAI({ baseURL: `${provider}/v1`, apiKey: 'sk-test-ai' });
   const aiAnthropic = createAnthropic({ baseURL: `${provider}/v1`, apiKey: 'sk-ant-test' });
@@ -181,6 +182,8 @@ describe('AI calls', () => {
     expect(stored).not.toContain('hunter2');
     expect(stored).not.toContain('from the fixture');
     expect(stored).not.toContain(TOOL_ARGUMENTS.api_key);
+    expect(stored).not.toContain('az-query-secret-77');
+    expect(stored).toContain('api-version=2025-01-01');
     // The provider was asked everything: nothing left the machine but to it.
     expect(provider.asked.some((a) => JSON.stringify(a).includes('marmalade'))).toBe(true);
   });

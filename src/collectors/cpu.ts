@@ -63,7 +63,7 @@ export interface CpuData {
   startMs?: number;
   functions?: CpuFunction[];
   flame?: FlameNode;
-  /** For each stretch of the request's that held the event loop (see recording/loop.ts): the stack the profile saw most in it, innermost first. */
+  /** For each stretch of the request's that held the event loop (see recording/loop.ts): the stack the profile saw most in it, innermost first, to the end of the app's own frames. */
   held?: { start: number; stack: Omit<CpuFunction, 'self' | 'total'>[] }[];
 }
 
@@ -196,10 +196,15 @@ function heldStacks(profile: CpuProfile, byId: Map<number, ProfileNode>, blocks:
     let top: number | undefined;
     for (const [id, n] of seen) if (top === undefined || n > seen.get(top)! || (n === seen.get(top) && id > top)) top = id;
     if (top === undefined) continue;
+    // Up to the end of the app's innermost frames: what called those is the router's, the same for every request.
     const stack: Omit<CpuFunction, 'self' | 'total'>[] = [];
+    let inApp = false;
     for (let id: number | undefined = top; id !== undefined && stack.length < MAX_STACK; id = parent.get(id)) {
       const d = describe(byId.get(id)!.callFrame);
-      if (d.kind !== 'v8') stack.push(d);
+      if (d.kind === 'v8') continue;
+      if (inApp && d.kind !== 'app') break;
+      inApp ||= d.kind === 'app';
+      stack.push(d);
     }
     if (stack.length > 0) held.push({ start: block.start, stack });
   }

@@ -1,7 +1,7 @@
 import type { AiFacts, WireCall } from '../recording/ai.js';
 import type { CallerFrom } from '../recording/inside.js';
 import type { CapturedAiCall, ErrorSummary } from '../recording/inside-capture.js';
-import { REDACTED, redactText, redactValue } from './redact.js';
+import { REDACTED, redactText, redactUrl, redactValue } from './redact.js';
 import type { RequestSecrets } from './request-secrets.js';
 
 /** A model call as stored: what it was and what it cost, its prompt and answer only with the aiContent option. */
@@ -201,7 +201,7 @@ export function storedAiCall(c: CapturedAiCall, keys: string[], secrets: Request
   if (c.wire !== undefined) {
     const { text, error, request, ...read } = wireFacts(c.library, c.wire);
     facts = read;
-    out.url = c.wire.url;
+    out.url = redactUrl(c.wire.url, keys);
     if (c.wire.status !== undefined) out.status = c.wire.status;
     if (error !== undefined && c.error === undefined) out.error = { class: c.wire.status !== undefined && c.wire.status >= 400 ? `HTTP ${c.wire.status}` : 'Error', message: redactText(error.message, keys), ...(error.code ? { code: error.code } : {}) };
     if (c.content) {
