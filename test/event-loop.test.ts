@@ -79,7 +79,7 @@ describe('the event loop per request', () => {
     profiler.flush();
     const profile = await json(`/_profiler/${token}`);
     expect(profile.collectors.performance.loop.blocks[0].duration).toBeGreaterThanOrEqual(115);
-    const held = profile.collectors.cpu.held;
+    const held = profile.collectors.cpu.held
     expect(held).toHaveLength(1);
     expect(held[0].start).toBe(profile.collectors.performance.loop.blocks[0].start);
     expect(held[0].stack).toContainEqual(expect.objectContaining({ name: 'priceEveryOrder', kind: 'app', file: expect.stringMatching(/event-loop\.test\.ts$/) }));

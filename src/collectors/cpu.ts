@@ -93,7 +93,7 @@ function describe(frame: CallFrame): { name: string; file: string; line: number;
  * The request's CPU profile as a panel: time per function (self and total, recursion counted
  * once), and a flame graph of the stacks merged, left-heavy, cut below a visible width.
  */
-export function cpuData(cpu: { busy?: boolean; capped: boolean; others: number; startMs?: number; at?: number; profile?: unknown }, blocks?: { start: number; duration: number }[]): CpuData {
+export function cpuData(cpu: { busy?: boolean; capped: boolean; others: number; startMs?: number; origin?: number; profile?: unknown }, blocks?: { start: number; duration: number }[]): CpuData {
   if (cpu.busy) return { busy: true, others: 0 };
   const profile = cpu.profile as CpuProfile | undefined;
   const data: CpuData = { others: cpu.others };
@@ -168,30 +168,32 @@ export function cpuData(cpu: { busy?: boolean; capped: boolean; others: number; 
     .sort((a, b) => b.self - a.self || b.total - a.total)
     .slice(0, TOP_FUNCTIONS);
   data.flame = flameOf([root.id], 0)[0];
-  if (blocks !== undefined && cpu.at !== undefined) data.held = heldStacks(profile, byId, blocks, cpu.at);
+  if (blocks !== undefined && cpu.origin !== undefined) data.held = heldStacks(profile, byId, blocks, cpu.origin);
   return data;
 }
 
 const MAX_STACK = 16;
 
 /**
- * The stack sampled most while each stretch ran: the code that held the loop. Samples are timed
- * from the profile's start (their deltas summed), which was `at` ms into the request.
+ * The stack sampled most while each stretch ran: the code that held the loop. A sample's time is
+ * the profile's start plus the deltas before it, on the clock whose reading at the request's
+ * arrival was `origin` (µs).
  */
-function heldStacks(profile: CpuProfile, byId: Map<number, ProfileNode>, blocks: { start: number; duration: number }[], at: number): NonNullable<CpuData['held']> {
+function heldStacks(profile: CpuProfile, byId: Map<number, ProfileNode>, blocks: { start: number; duration: number }[], origin: number): NonNullable<CpuData['held']> {
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
   const samples = profile.samples ?? [];
   const deltas = profile.timeDeltas ?? [];
   const held: NonNullable<CpuData['held']> = [];
   for (const block of blocks) {
-    const from = (block.start - at) * 1000;
+    const from = origin + block.start * 1000 - profile.startTime;
     const to = from + block.duration * 1000;
     const seen = new Map<number, number>();
     let t = 0;
     for (let i = 0; i < samples.length; i++) {
       t += deltas[i] ?? 0;
-      if (t >= from && t <= to) seen.set(samples[i], (seen.get(samples[i]) ?? 0) + 1);
+      // Ticks V8 gives no JavaScript frame ((program), (garbage collector)) say nothing of what the app ran.
+      if (t >= from && t <= to && describe(byId.get(samples[i])!.callFrame).kind !== 'v8') seen.set(samples[i], (seen.get(samples[i]) ?? 0) + 1);
     }
     let top: number | undefined;
     for (const [id, n] of seen) if (top === undefined || n > seen.get(top)! || (n === seen.get(top) && id > top)) top = id;

@@ -23,8 +23,12 @@ export interface CpuState {
   capped: boolean;
   profile?: unknown;
   startMs?: number;
-  /** When the profile started, in ms since the request arrived: to find its samples of a moment of the request's. */
-  at?: number;
+  /**
+   * The request's arrival on the clock V8 times a profile with (the monotonic clock, in µs, as
+   * process.hrtime): to find the samples of a moment of the request's. A profile's own start can
+   * come well before its first sample (V8 readies itself first, a long while on a loaded machine).
+   */
+  origin?: number;
 }
 
 let maglevOff = false;
@@ -81,7 +85,7 @@ export function startCpu(ctx: WorkContext, how: 'header' | 'cookie' | 'asked'): 
   session.post('Profiler.setSamplingInterval', { interval: INTERVAL_US });
   session.post('Profiler.start');
   state.startMs = performance.now() - state.started;
-  state.at = performance.now() - ctx.start;
+  state.origin = Number(process.hrtime.bigint() / 1000n) - (performance.now() - ctx.start) * 1000;
   const timer = setTimeout(() => {
     state.capped = true;
     stopCpu(ctx);
