@@ -12,7 +12,7 @@ import { listen, readRows, tempDb, type Running } from './helpers.js';
 
 /** What each route asks: a prompt with a word that must never be stored unless asked for, and a secret. */
 const PROMPT = 'Say hello. The code word is marmalade-7; my password: hunter2';
-const WEATHER = { type: 'object', properties: { city: { type: 'string' }, api_key: { type: 'string' } }, required: ['city'] } as const;
+const WEATHER = { type: 'object' as const, properties: { city: { type: 'string' as const }, api_key: { type: 'string' as const } }, required: ['city'] };
 
 type Case = 'plain' | 'stream' | 'tool' | 'error';
 type Call = (provider: string, kind: Case) => Promise<unknown>;
