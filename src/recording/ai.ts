@@ -78,8 +78,7 @@ export async function readAnswer(ctx: WorkContext, entry: AiCallEntry, copy: Res
   const decoder = new TextDecoder();
   try {
     const reader = copy.body?.getReader();
-    if (reader === undefined) return;
-    for (;;) {
+    while (reader !== undefined) {
       const { done, value } = await reader.read();
       if (done) break;
       if (entry.firstChunk === undefined) entry.firstChunk = sinceStart(ctx);
