@@ -351,6 +351,15 @@ describe.skipIf(!url)('the shared database stopped and restarted under load', ()
     const page = await fetch(`${a.base}/_profiler/`, { headers: { accept: 'application/json' } });
     expect(page.status).toBe(503);
     expect((await page.json()).detail).toMatch(/cannot reach the profiler database|failed/);
+    // Each instance meets the outage itself (a write of its own fails) before the database is back:
+    // on a loaded machine one may have written all it had before the stop and had nothing more until
+    // the restart (seen once in CI on Node 24).
+    for (let tries = 0; tries < 50; tries++) {
+      const unaware = [a, b].filter((i) => !i.errors.some((m) => /profiler storage failed/.test(m)));
+      if (unaware.length === 0) break;
+      for (const i of unaware) during.answers.push(...(await load([i], 1, 1)).answers);
+      await new Promise((r) => setTimeout(r, 100));
+    }
     server.resume();
 
     const after = await load([a, b], 500, 10);
@@ -367,7 +376,7 @@ describe.skipIf(!url)('the shared database stopped and restarted under load', ()
     await expectStored(server.url, schema, all);
     // Told once, and told when it was over.
     for (const i of [a, b]) {
-      expect(i.errors.some((m) => /profiler storage failed/.test(m))).toBe(true);
+      expect(i.errors.some((m) => /profiler storage failed/.test(m)), `${i.name}: ${JSON.stringify(i.errors)}`).toBe(true);
       expect(i.errors.at(-1)).toMatch(/^profiler storage is writable again: \d+ waiting profiles written$/);
     }
     await Promise.all([a.stop(), b.stop()]);
