@@ -77,12 +77,20 @@ async function readSoon(store: ProfileReader, token: string): Promise<Profile | 
 
 function headline(profile: Profile): Record<string, unknown> {
   const chain = (profile.collectors.exception as Any | undefined)?.chain as Any[] | undefined;
+  const ai = profile.collectors.ai as Any | undefined;
   const { collectors: _c, collectorErrors: _e, ...summary } = profile;
   return {
     ...summary,
     panels: Object.keys(profile.collectors).filter((id) => PANELS.includes(id)),
     ...(chain?.length ? { exception: { class: chain[0].class, message: chain[0].message, at: topFrame(chain[0]), causes: chain.slice(1).map((e) => `${e.class}: ${e.message}`) } } : {}),
+    ...(ai ? { ai: aiHeadline(ai) } : {}),
   };
+}
+
+/** A request's model calls at a glance: what they cost, and each failure with its model and what the provider said. */
+function aiHeadline(ai: Any): Record<string, unknown> {
+  const failures = (ai.calls as Any[]).filter((c) => c.error).map((c) => ({ model: c.model, provider: c.provider, error: `${c.error.class}${c.error.code ? ` [${c.error.code}]` : ''}: ${c.error.message}`, at: c.caller }));
+  return { calls: ai.count, inputTokens: ai.inputTokens, outputTokens: ai.outputTokens, ms: ai.time, ...(failures.length ? { failures } : {}) };
 }
 
 /**
@@ -96,7 +104,7 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
   // A database that cannot be read is said at once, not at the first question.
   await store.lastId();
   const server = new McpServer({ name: 'express-web-profiler', version: VERSION }, {
-    instructions: `Read-only access to the HTTP requests an Express app recorded in development or staging, and to its commands (scripts, profiler.run units, queued jobs: type "command", their name where a request has its URL, their exit code as status): find a failed or slow one, then read its exception, logs, queries and outgoing calls. ${UNTRUSTED}`,
+    instructions: `Read-only access to the HTTP requests an Express app recorded in development or staging, and to its commands (scripts, profiler.run units, queued jobs: type "command", their name where a request has its URL, their exit code as status): find a failed or slow one, then read its exception, logs, queries, outgoing calls and AI model calls. ${UNTRUSTED}`,
   });
   const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
