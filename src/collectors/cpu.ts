@@ -73,9 +73,12 @@ const round = (ms: number) => Math.round(ms * 1000) / 1000;
 const FLAME_MIN_SHARE = 0.002;
 const TOP_FUNCTIONS = 100;
 
+/** A tick V8 gives no JavaScript frame: (root), (program), (idle), (garbage collector). */
+const isV8Frame = (frame: CallFrame) => V8_FRAMES.has(frame.functionName) && !frame.url;
+
 function describe(frame: CallFrame): { name: string; file: string; line: number; kind: FrameKind } {
   const name = frame.functionName || '(anonymous)';
-  if (V8_FRAMES.has(name) && !frame.url) return { name, file: '', line: 0, kind: 'v8' };
+  if (isV8Frame(frame)) return { name, file: '', line: 0, kind: 'v8' };
   let file = frame.source ?? frame.url;
   if (file.startsWith('file://')) {
     try {
@@ -193,7 +196,7 @@ function heldStacks(profile: CpuProfile, byId: Map<number, ProfileNode>, blocks:
     for (let i = 0; i < samples.length; i++) {
       t += deltas[i] ?? 0;
       // Ticks V8 gives no JavaScript frame ((program), (garbage collector)) say nothing of what the app ran.
-      if (t >= from && t <= to && describe(byId.get(samples[i])!.callFrame).kind !== 'v8') seen.set(samples[i], (seen.get(samples[i]) ?? 0) + 1);
+      if (t >= from && t <= to && !isV8Frame(byId.get(samples[i])!.callFrame)) seen.set(samples[i], (seen.get(samples[i]) ?? 0) + 1);
     }
     let top: number | undefined;
     for (const [id, n] of seen) if (top === undefined || n > seen.get(top)! || (n === seen.get(top) && id > top)) top = id;

@@ -1,5 +1,5 @@
 import { callerFrame } from '../recording/caller.js';
-import { aiCallEnded, aiCallStarted, type AiCallEntry, type AiFacts } from '../recording/ai.js';
+import { aiCallEnded, aiCallStarted, cutContent, type AiCallEntry, type AiFacts } from '../recording/ai.js';
 import { insideOf, requestOf, sinceStart } from '../recording/inside.js';
 
 /** The parts of the ai SDK's (7) telemetry events read here: its `TelemetryIntegration`'s. */
@@ -22,15 +22,11 @@ interface CallEnd {
   performance?: { timeToFirstOutputMs?: number };
 }
 
-/** What is kept of a prompt or an answer, with the aiContent option. */
-export const CONTENT_LIMIT = 20 * 1024;
-
 const open = new WeakMap<AiCallEntry, string | undefined>();
 
 const json = (value: unknown): string => {
   try {
-    const text = JSON.stringify(value) ?? '';
-    return text.length > CONTENT_LIMIT ? `${text.slice(0, CONTENT_LIMIT)}…` : text;
+    return cutContent(JSON.stringify(value) ?? '');
   } catch {
     return '';
   }

@@ -49,6 +49,10 @@ export interface WireCall {
   size: number;
 }
 
+/** A prompt, an answer or a tool's arguments is kept to this length (with the aiContent option for the first two). */
+const CONTENT_LIMIT = 20 * 1024;
+export const cutContent = (text: string): string => (text.length > CONTENT_LIMIT ? `${text.slice(0, CONTENT_LIMIT)}…` : text);
+
 /** The answer's text is kept up to this, and its last TAIL characters. */
 export const ANSWER_HEAD = 64 * 1024;
 const TAIL = 16 * 1024;

@@ -1,4 +1,4 @@
-import type { AiFacts, WireCall } from '../recording/ai.js';
+import { cutContent as cut, type AiFacts, type WireCall } from '../recording/ai.js';
 import type { CallerFrom } from '../recording/inside.js';
 import type { CapturedAiCall, ErrorSummary } from '../recording/inside-capture.js';
 import { REDACTED, redactText, redactUrl, redactValue } from './redact.js';
@@ -19,8 +19,6 @@ export interface StoredAiCall extends Omit<AiFacts, 'tools'> {
   error?: ErrorSummary;
 }
 
-/** A prompt or answer is kept to this length. */
-const CONTENT_LIMIT = 20 * 1024;
 
 type Json = Record<string, any>;
 const parse = (text: string | undefined): Json | undefined => {
@@ -188,8 +186,6 @@ function redactJson(text: string, keys: string[], secrets: RequestSecrets | unde
   return JSON.stringify(redactValue(secrets && secrets.size > 0 ? hide(value) : value, keys));
 }
 
-const cut = (text: string) => (text.length > CONTENT_LIMIT ? `${text.slice(0, CONTENT_LIMIT)}…` : text);
-
 /**
  * A call as stored: the wire's JSON read into facts here, off the request's thread; tool
  * arguments redacted; the prompt (instructions, messages, input) and the answer kept only when
@@ -212,15 +208,14 @@ export function storedAiCall(c: CapturedAiCall, keys: string[], secrets: Request
       if (text !== '') facts.output = JSON.stringify(text);
     }
   }
-  Object.assign(out, facts);
+  const { prompt, output, toolCalls, ...said } = facts;
+  Object.assign(out, said);
   if (c.firstChunk !== undefined && facts.stream) out.firstChunk = c.firstChunk;
   if (c.caller !== undefined) out.caller = c.caller;
   if (c.callerFrom !== undefined) out.callerFrom = c.callerFrom;
   if (c.error !== undefined) out.error = { ...c.error, message: redactText(c.error.message, keys) };
-  if (facts.toolCalls) out.toolCalls = facts.toolCalls.map((t) => ({ name: t.name, arguments: cut(redactJson(t.arguments || '{}', keys, secrets)) }));
-  if (c.content && facts.prompt !== undefined) out.prompt = cut(redactJson(facts.prompt, keys, secrets));
-  else delete out.prompt;
-  if (c.content && facts.output !== undefined) out.output = cut(redactJson(facts.output, keys, secrets));
-  else delete out.output;
+  if (toolCalls) out.toolCalls = toolCalls.map((t) => ({ name: t.name, arguments: cut(redactJson(t.arguments || '{}', keys, secrets)) }));
+  if (c.content && prompt !== undefined) out.prompt = cut(redactJson(prompt, keys, secrets));
+  if (c.content && output !== undefined) out.output = cut(redactJson(output, keys, secrets));
   return out;
 }
