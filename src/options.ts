@@ -44,7 +44,11 @@ export interface ProfilerOptions {
    * local. Default: WEB_PROFILER_TRUST_LOCAL=1, else off.
    */
   trustLocal?: boolean;
-  /** Host names a trusted local client may use besides loopback names (DNS rebinding guard). */
+  /**
+   * The app's host names besides loopback ones: a trusted local client may use them (DNS rebinding
+   * guard), and the key presented on one of the app's hosts is carried on to these, so that it
+   * opens the profiler and the toolbar on each.
+   */
   allowedHosts?: string[];
   /** Editor link format for stack frames, e.g. 'vscode://file/%f:%l'. Off by default. */
   editorLink?: string;

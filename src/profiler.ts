@@ -9,7 +9,7 @@ import { runInFront } from './recording/front.js';
 import { kProfileCpu, recorder } from './recording/recorder.js';
 import { cpuAsked, exactCpuProfiles, startCpu } from './recording/cpu.js';
 import { checkAccess } from './web/access.js';
-import { announcesKey, keyLink, madeAccessKey } from './web/access-key.js';
+import { announcesKey, keyLink, linkWithKey, madeAccessKey } from './web/access-key.js';
 import { capture, captureCommand } from './recording/capture.js';
 import { errorHandler } from './web/error-handler.js';
 import { notFound } from './web/not-found.js';
@@ -75,6 +75,12 @@ export interface WebProfiler extends RequestHandler {
   readonly [kCommands]: { settings: RecorderSettings; nextToken: () => string } | undefined;
   /** A nodemailer transport that delivers nothing: each message shows in its request's profile (`nodemailer.createTransport(profiler.mailTransport())`). */
   mailTransport(): ReturnType<typeof mailTransport>;
+  /**
+   * The address that opens the profiler under `origin` (`http://localhost:8000`), carrying the key
+   * the profiler made when it made one: for the app's own start-up banner, after which the
+   * profiler prints no link of its own at the first request. Undefined while it is off.
+   */
+  link(origin: string): string | undefined;
 }
 
 /** What starts commands outside run() (the script hook, BullMQ's telemetry): the profiler's own, not the app's. */
@@ -337,5 +343,10 @@ function assemble(options: ResolvedOptions, recording?: Recording): WebProfiler 
     spanProcessor: () => (recording ? spanProcessor() : { onStart() {}, onEnd() {}, forceFlush: () => Promise.resolve(), shutdown: () => Promise.resolve() }),
     [kCommands]: recording?.commands,
     mailTransport,
+    link(origin: string) {
+      if (!recording) return undefined;
+      keyToTell = false;
+      return linkWithKey(origin, options.keyMade ? options.secret : undefined);
+    },
   });
 }

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database from './fixtures/better-sqlite3.cjs';
 import { Queue } from 'bullmq';
 import express from 'express';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';

@@ -16,7 +16,7 @@ beforeAll(async () => {
   if (!CHROMIUM) return;
   // As a developer runs it: every client presents the profiler's key.
   vi.stubEnv('WEB_PROFILER_TRUST_LOCAL', '');
-  demo = await createDemoApp(configFrom({ APP_ENV: 'dev', STORAGE_DIR: path.join(tempDir(), 'storage') }), SEED);
+  demo = await createDemoApp(configFrom({ APP_ENV: 'dev', STORAGE_DIR: path.join(tempDir(), 'storage') }), { seed: SEED });
   server = await listen(demo.app);
   admin = server.url.replace('127.0.0.1', 'admin.localhost');
   browser = await launch();

@@ -30,7 +30,7 @@ function call(base: string, method: string, path: string, options: { host?: stri
 async function startDemo(env: AppEnv, extra: Record<string, string> = {}) {
   const dir = tempDir();
   const config = configFrom({ APP_ENV: env, STORAGE_DIR: path.join(dir, 'storage'), ...extra });
-  const demo = await createDemoApp(config, SEED);
+  const demo = await createDemoApp(config, { seed: SEED });
   const server = await listen(demo.app);
   return { ...demo, ...server, config, stop: async () => { await server.close(); demo.close(); } };
 }

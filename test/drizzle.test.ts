@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database from './fixtures/better-sqlite3.cjs';
 import { eq } from 'drizzle-orm';
 import { drizzle as sqliteDrizzle } from 'drizzle-orm/better-sqlite3';
 import { drizzle as pgDrizzle } from 'drizzle-orm/node-postgres';

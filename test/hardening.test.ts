@@ -540,7 +540,7 @@ describe('18. the small things', () => {
 describe('19. the demo', () => {
   it('is strict about trailing slashes, and caps what refused sign-ins store', async () => {
     const dir = tempDir();
-    const demo = await createDemoApp(configFrom({ APP_ENV: 'dev', STORAGE_DIR: path.join(dir, 'storage') }), { username: 'dev', password: 'correct horse' });
+    const demo = await createDemoApp(configFrom({ APP_ENV: 'dev', STORAGE_DIR: path.join(dir, 'storage') }), { seed: { username: 'dev', password: 'correct horse' } });
     const server = await listen(demo.app);
     try {
       expect((await fetch(`${server.url}/pub/status/db`, { method: 'HEAD' })).status).toBe(200);

@@ -26,7 +26,8 @@ describe.skipIf(!LONG)('load against npm start', () => {
         child.stdout!.on('data', (d) => {
           out += d;
           const m = /API\s+(http:\/\/\S+)/.exec(out);
-          if (m) resolve(m[1]);
+          // The banner names localhost; the load goes to the address the demo listens on.
+          if (m) resolve(m[1].replace('//localhost:', '//127.0.0.1:'));
         });
         child.once('exit', (code) => reject(new Error(`demo exited with ${code}: ${out}`)));
       });

@@ -12,6 +12,8 @@ import { beforeAll, describe, expect, inject, it } from 'vitest';
  * install them beside it.
  */
 const run = promisify(execFile);
+/** The app's own better-sqlite3 on this Node (see fixtures/better-sqlite3.cjs). */
+const betterSqlite3 = (createRequire(import.meta.url)('./fixtures/better-sqlite3.cjs') as { dir: string }).dir;
 const APPS = path.resolve('test-artifacts', 'apps');
 let tarball = '';
 
@@ -161,7 +163,7 @@ describe('a CommonJS project tested by jest with supertest', () => {
 describe('a NestJS 11 app compiled by tsc, with app.use(webProfiler()) in main.ts', () => {
   const nest = async (custom: boolean) => {
     // A library that runs the app's statements in a callback of its own, as ORMs do.
-    const dir = install('nest', {}, {}, { 'node_modules/detached-orm/index.js': 'exports.later = (db, sql) => new Promise((resolve) => setImmediate(() => resolve(db.prepare(sql).all())));\n' });
+    const dir = install('nest', { 'better-sqlite3': betterSqlite3 }, {}, { 'node_modules/detached-orm/index.js': 'exports.later = (db, sql) => new Promise((resolve) => setImmediate(() => resolve(db.prepare(sql).all())));\n' });
     await node(dir, path.resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json');
     const { stdout } = await run(process.execPath, ['dist/main.js'], { cwd: dir, timeout: 60_000, env: { ...process.env, NODE_ENV: 'development', CUSTOM_LOGGER: custom ? '1' : '' } });
     // Nest's ConsoleLogger writes to stdout too: the app's report is the last line.
@@ -248,7 +250,7 @@ describe("an app's own tests read its profiles: vitest, jest 29 and node --test,
   );
   // eslint-disable-next-line no-control-regex
   const plainText = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '');
-  const links = { 'better-sqlite3': 'better-sqlite3', express: 'express' };
+  const links = { 'better-sqlite3': betterSqlite3, express: 'express' };
 
   it('vitest: profileOf, the matchers passing and failing with what ran, and a failed test showing the exception', async () => {
     const dir = install('in-tests', { ...links, supertest: 'supertest', vitest: 'vitest' });

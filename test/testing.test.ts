@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database from './fixtures/better-sqlite3.cjs';
 import express from 'express';
 import nodemailer from 'nodemailer';
 import request from 'supertest';

@@ -14,16 +14,30 @@ export interface SeedAccount {
   password: string;
 }
 
+export interface AdminStart {
+  /** The admin account to make when the database has none (default: `dev` with a random password). */
+  seed?: SeedAccount;
+  /** Give the admin account a new random password. */
+  resetAdmin?: boolean;
+}
+
 /**
  * The platform service of the observed surface, built on the public entry as any user's app is.
  * One process serves the API host and the admin host, told apart by the Host header.
  */
-export async function createDemoApp(config: DemoConfig, seed?: SeedAccount) {
+export async function createDemoApp(config: DemoConfig, { seed, resetAdmin = false }: AdminStart = {}) {
   const db = new PlatformDb(config.platformDb);
-  let seeded: SeedAccount | undefined;
-  if (!db.hasAccounts()) {
-    seeded = seed ?? { username: 'dev', password: randomBytes(9).toString('base64url') };
-    await db.createAccount(seeded.username, seeded.password, 'admin');
+  const newPassword = () => randomBytes(9).toString('base64url');
+  let admin: { username: string; password?: string };
+  const existing = db.adminNames()[0];
+  if (existing === undefined) {
+    admin = seed ?? { username: 'dev', password: newPassword() };
+    await db.createAccount(admin.username, admin.password!, 'admin');
+  } else if (resetAdmin) {
+    admin = { username: existing, password: newPassword() };
+    await db.setPassword(existing, admin.password!);
+  } else {
+    admin = { username: existing };
   }
 
   const profiler = webProfiler(profilerOptions(config));
@@ -55,8 +69,8 @@ export async function createDemoApp(config: DemoConfig, seed?: SeedAccount) {
     app,
     profiler,
     db,
-    /** The account made at this start, if the database had none (its password is shown once). */
-    seeded,
+    /** The admin account, with its password when this start made it or gave it a new one (shown once). */
+    admin,
     close() {
       cache?.close();
       profiler.close();

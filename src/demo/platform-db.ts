@@ -1,6 +1,6 @@
-import Database from 'better-sqlite3';
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
@@ -58,15 +58,40 @@ async function verifyPassword(password: string, stored: string): Promise<boolean
   return timingSafeEqual(actual, expected);
 }
 
+/** What the platform asks of SQLite: the part node:sqlite and better-sqlite3 have in common. */
+interface Sqlite {
+  exec(sql: string): unknown;
+  prepare(sql: string): {
+    run(...params: unknown[]): { lastInsertRowid: number | bigint };
+    get(...params: unknown[]): unknown;
+    all(...params: unknown[]): unknown[];
+  };
+  close(): void;
+}
+
+/**
+ * Node's own SQLite where this Node has it (22.13 and later), as an app on Node 22 or 24 would
+ * take it; better-sqlite3 on Node 20. better-sqlite3 12 aborts Node 24.19 and later when a
+ * garbage collection frees one of its statements, and 13 does not load on Node 20.
+ */
+function openSqlite(file: string): Sqlite {
+  const nodeSqlite = process.getBuiltinModule?.('node:sqlite') as typeof import('node:sqlite') | undefined;
+  if (nodeSqlite) return new nodeSqlite.DatabaseSync(file) as unknown as Sqlite;
+  const Database = createRequire(__filename)('better-sqlite3') as new (file: string) => Sqlite;
+  return new Database(file);
+}
+
+const column = (rows: unknown[]): string[] => rows.map((row) => Object.values(row as object)[0] as string);
+
 /** The platform's own data: accounts, refused sign-ins and the token signing secret. */
 export class PlatformDb {
-  readonly db: Database.Database;
+  private readonly db: Sqlite;
+  private open = true;
 
   constructor(file: string) {
     if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
-    this.db = new Database(file);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('busy_timeout = 1000');
+    this.db = openSqlite(file);
+    this.db.exec('PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 1000;');
     this.db.exec(SCHEMA);
   }
 
@@ -79,13 +104,13 @@ export class PlatformDb {
     return secret;
   }
 
-  hasAccounts(): boolean {
-    return this.db.prepare('SELECT 1 FROM accounts LIMIT 1').get() !== undefined;
-  }
-
   async createAccount(username: string, password: string, role: Account['role']): Promise<void> {
     const hash = await hashPassword(password);
     this.db.prepare('INSERT INTO accounts (username, password_hash, role, created_at) VALUES (?, ?, ?, ?)').run(username, hash, role, Date.now());
+  }
+
+  async setPassword(username: string, password: string): Promise<void> {
+    this.db.prepare('UPDATE accounts SET password_hash = ? WHERE username = ?').run(await hashPassword(password), username);
   }
 
   /** The account if the password is right, else undefined; the same work either way. */
@@ -111,11 +136,11 @@ export class PlatformDb {
 
   /** The usernames refused from one address since a time, oldest first. */
   refusalsFrom(ip: string, since: number): string[] {
-    return this.db.prepare("SELECT coalesce(username, '(none)') FROM refused_authentications WHERE ip = ? AND time >= ? ORDER BY time").pluck().all(ip.slice(0, 100), since) as string[];
+    return column(this.db.prepare("SELECT coalesce(username, '(none)') FROM refused_authentications WHERE ip = ? AND time >= ? ORDER BY time").all(ip.slice(0, 100), since));
   }
 
   adminNames(): string[] {
-    return this.db.prepare("SELECT username FROM accounts WHERE role = 'admin' ORDER BY id").pluck().all() as string[];
+    return column(this.db.prepare("SELECT username FROM accounts WHERE role = 'admin' ORDER BY id").all());
   }
 
   /** Refusals by client address; each group names at most a few distinct usernames, with how many more there were. */
@@ -124,9 +149,9 @@ export class PlatformDb {
       SELECT ip, count(*) AS attempts, count(DISTINCT coalesce(username, '(none)')) AS names, max(time) AS last
       FROM refused_authentications WHERE time >= ? GROUP BY ip ORDER BY attempts DESC, last DESC LIMIT ?`).all(since, limit) as (Omit<RefusalGroup, 'usernames'> & { names: number })[];
     const someNames = this.db.prepare(`
-      SELECT DISTINCT coalesce(username, '(none)') AS name FROM refused_authentications WHERE ip = ? AND time >= ? LIMIT ${SHOWN_USERNAMES}`).pluck();
+      SELECT DISTINCT coalesce(username, '(none)') AS name FROM refused_authentications WHERE ip = ? AND time >= ? LIMIT ${SHOWN_USERNAMES}`);
     return groups.map(({ names, ...g }) => {
-      const shown = someNames.all(g.ip, since) as string[];
+      const shown = column(someNames.all(g.ip, since));
       return { ...g, usernames: shown.join(',') + (names > shown.length ? ` and ${names - shown.length} more` : '') };
     });
   }
@@ -141,6 +166,7 @@ export class PlatformDb {
   }
 
   close(): void {
-    if (this.db.open) this.db.close();
+    if (this.open) this.db.close();
+    this.open = false;
   }
 }

@@ -51,14 +51,20 @@ const accepts = (port: number) => new Promise<boolean>((resolve) => {
   }).on('error', () => resolve(false));
 });
 
-/** Debian's redis-server on a private port, in memory only, for as long as the demo runs; undefined where there is none. */
+/**
+ * Debian's redis-server on a private port, in memory only, for as long as the demo runs; undefined
+ * where there is none. A shell holds it and waits on a pipe from this process: however the demo
+ * ends (a signal, a crash, an abort), the pipe closes and the shell stops the server.
+ */
 export async function privateRedis(): Promise<{ url: string; stop(): void } | undefined> {
   const bin = ['/usr/bin/redis-server', '/usr/sbin/redis-server'].find((b) => existsSync(b));
   if (bin === undefined) return undefined;
   const port = await freePort();
-  const server = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  const stop = () => void server.kill();
-  for (let i = 0; i < 50 && server.exitCode === null; i++) {
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+  const keeper = spawn('/bin/sh', ['-c', '"$@" & server=$!; cat >/dev/null; kill $server', 'redis-keeper', bin, ...args], { stdio: ['pipe', 'ignore', 'ignore'] });
+  keeper.on('error', () => {});
+  const stop = () => void keeper.stdin.end();
+  for (let i = 0; i < 50 && keeper.exitCode === null; i++) {
     if (await accepts(port)) return { url: `redis://127.0.0.1:${port}`, stop };
     await new Promise((r) => setTimeout(r, 100));
   }

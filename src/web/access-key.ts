@@ -68,8 +68,12 @@ function readKey(file: string): string | undefined {
  */
 export function keyLink(req: IncomingMessage & { baseUrl?: string }, key: string): string {
   const scheme = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
-  return `${scheme}://localhost:${req.socket.localPort}${req.baseUrl ?? ''}/_profiler/?${SECRET_QUERY}=${encodeURIComponent(key)}`;
+  return linkWithKey(`${scheme}://localhost:${req.socket.localPort}${req.baseUrl ?? ''}`, key);
 }
+
+/** The profiler's list under `origin` (scheme, host, port and any mount path), opened with `key` when there is one. */
+export const linkWithKey = (origin: string, key: string | undefined): string =>
+  `${origin.replace(/\/+$/, '')}/_profiler/${key === undefined ? '' : `?${SECRET_QUERY}=${encodeURIComponent(key)}`}`;
 
 export const announcesKey = (options: ResolvedOptions, env: NodeJS.ProcessEnv = process.env) =>
   options.keyMade && !options.trustLocal && !isTestRun(env);

@@ -115,6 +115,9 @@ function cookieValue(header: string | undefined, name: string): string | undefin
   return undefined;
 }
 
+/** Where a key carried on to the app's other host names sends the browser back to (see nextStop). */
+export const RETURN_QUERY = '_profiler_back';
+
 /**
  * A secret given once in the query becomes a cookie, and the browser is sent on to the same
  * address without it, so the secret does not stay in the address bar, the history or a Referer.
@@ -125,9 +128,38 @@ export function exchangeQuerySecret(req: Request, res: Response, options: Resolv
   if (!options.secret || query === undefined || !same(query, options.secret)) return false;
   // Thirty days: the key outlives the process (it is kept beside the store), and a developer opens the link once.
   res.append('Set-Cookie', `${cookieName(options.secret)}=${cookieFor(options.secret)}; Path=/; Max-Age=2592000; HttpOnly; SameSite=Strict${req.secure ? '; Secure' : ''}`);
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.redirect(303, nextStop(req, options.secret, options.allowedHosts));
+  return true;
+}
+
+/**
+ * A browser keeps cookies per host name, and an app that serves several (an admin host beside its
+ * API) names the others in allowedHosts: the key presented on one is carried on to each of those
+ * after it in turn, the last one sending the browser back to where it was first presented, without
+ * the key. Back goes only to this app's own names: a loopback one or an allowed one.
+ */
+function nextStop(req: Request, secret: string, allowedHosts: string[]): string {
   const url = new URL(req.originalUrl, 'http://x');
   url.searchParams.delete(SECRET_QUERY);
-  res.setHeader('Referrer-Policy', 'no-referrer');
-  res.redirect(303, url.pathname + url.search);
-  return true;
+  const back = url.searchParams.get(RETURN_QUERY);
+  url.searchParams.delete(RETURN_QUERY);
+  const here = url.pathname + url.search;
+  const scheme = req.secure ? 'https' : 'http';
+  const port = /:\d+$/.exec(req.headers.host ?? '')?.[0] ?? '';
+  const next = allowedHosts[allowedHosts.indexOf(hostName(req)) + 1];
+  if (next !== undefined) {
+    const returnTo = back ?? `${scheme}://${req.headers.host}${here}`;
+    return `${scheme}://${next}${port}${url.pathname}?${SECRET_QUERY}=${encodeURIComponent(secret)}&${RETURN_QUERY}=${encodeURIComponent(returnTo)}`;
+  }
+  return back !== null && ownAddress(back, allowedHosts) ? back : here;
+}
+
+function ownAddress(address: string, allowedHosts: string[]): boolean {
+  try {
+    const { protocol, hostname } = new URL(address);
+    return (protocol === 'http:' || protocol === 'https:') && (isLoopbackHost(hostname) || allowedHosts.includes(hostname));
+  } catch {
+    return false;
+  }
 }
