@@ -7,6 +7,11 @@ import { listen, tempDb, type Running } from './helpers.js';
 let app: Running;
 let profiler: ReturnType<typeof webProfiler>;
 let database: string;
+const holding = (() => {
+  let started!: () => void;
+  let release!: () => void;
+  return { started: () => started(), hasStarted: new Promise<void>((r) => (started = r)), released: new Promise<void>((r) => (release = r)), release: () => release() };
+})();
 
 /**
  * A function with a name of its own that burns CPU for about `ms`. The clock is read once every
@@ -32,6 +37,13 @@ beforeAll(async () => {
   e.get('/burn', async (req, res) => {
     const primes = burnPrimes(Number(req.query.ms ?? 120));
     await new Promise((r) => setTimeout(r, Number(req.query.wait ?? 0)));
+    res.json({ primes });
+  });
+  // Profiles until the test lets it answer: a second ask comes while it surely runs.
+  e.get('/hold', async (_req, res) => {
+    const primes = burnPrimes(30);
+    holding.started();
+    await holding.released;
     res.json({ primes });
   });
   // Handlers of their own, each run once: a handler V8 has optimized may have burnPrimes inlined into it, and then its samples are the handler's.
@@ -82,12 +94,11 @@ describe('CPU profile on demand', () => {
   });
 
   it('profiles one request at a time: a second ask is told, and the first says others ran', async () => {
-    const [first, second] = await Promise.all([
-      fetch(`${app.url}/burn?ms=60&wait=150`, { headers: { 'x-debug-profile': 'cpu' } }),
-      new Promise((r) => setTimeout(r, 40)).then(() => fetch(`${app.url}/burn?ms=10`, { headers: { 'x-debug-profile': 'cpu' } })),
-    ]);
-    const a = await cpuOf(first);
-    const b = await cpuOf(second);
+    const first = fetch(`${app.url}/hold`, { headers: { 'x-debug-profile': 'cpu' } });
+    await holding.hasStarted;
+    const b = await cpuOf(await fetch(`${app.url}/burn?ms=10`, { headers: { 'x-debug-profile': 'cpu' } }));
+    holding.release();
+    const a = await cpuOf(await first);
     expect(b).toEqual({ busy: true, others: 0 });
     expect(a.others).toBe(1);
     expect(a.samples).toBeGreaterThan(0);

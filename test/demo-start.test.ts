@@ -59,7 +59,7 @@ describe('npm start', () => {
     const { text, port } = await start(path.join(tempDir(), 'storage'));
     const links = text.match(/https?:\/\/\S+\/_profiler\/\S*/g) ?? [];
     expect(links).toHaveLength(1);
-    const link = new URL(links[0]);
+    const link = new URL(links[0]!);
     expect(link.hostname).toBe('localhost');
     expect(link.searchParams.get('_profiler_secret')).toMatch(/^[\w-]{16,}$/);
 

@@ -16,12 +16,24 @@ const run = promisify(execFile);
 const betterSqlite3 = (createRequire(import.meta.url)('./fixtures/better-sqlite3.cjs') as { dir: string }).dir;
 const APPS = path.resolve('test-artifacts', 'apps');
 let tarball = '';
+let packedFiles: string[] = [];
 
 beforeAll(() => {
   const dir = path.resolve('test-artifacts', 'pack');
   mkdirSync(dir, { recursive: true });
-  const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })) as { filename: string }[];
+  // npm test has built dist/ (npm pack alone builds first, in prepack: .ci/run packs a clean checkout).
+  const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })) as { filename: string; files: { path: string }[] }[];
   tarball = path.join(dir, packed.filename);
+  packedFiles = packed.files.map((f) => f.path);
+});
+
+describe('the tarball', () => {
+  it('holds dist/ in both module shapes with their types, views/ and setup/, and nothing of test/, bench/ or storage/', () => {
+    for (const file of ['dist/index.js', 'dist/index.mjs', 'dist/index.d.ts', 'dist/index.d.mts', 'dist/cli.js', 'dist/storage/writer-thread.js', 'dist/testing/index.mjs', 'views/layout.eta', 'setup/vitest.mjs', 'package.json', 'README.md']) {
+      expect(packedFiles).toContain(file);
+    }
+    expect(packedFiles.filter((f) => /^(test|bench|storage|src|scripts)\//.test(f) || f.endsWith('.map'))).toEqual([]);
+  });
 });
 
 /**
