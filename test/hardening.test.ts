@@ -178,9 +178,11 @@ describe('4. a writer thread that cannot start never freezes the app', () => {
     rmSync(path.join(bundle, 'dist', 'storage', 'writer-thread.js'));
     try {
       const out = await child(path.join(bundle, 'dist', 'index.js'));
-      expect(out.created).toBeLessThan(1000);
-      expect(out.slowest).toBeLessThan(1000);
-      expect(out.flush).toBeLessThan(1000);
+      // Nothing waited for the thread that cannot start: a flush that did would wait out its 5 s
+      // start, a request its 3.5 s of retries.
+      expect(out.created).toBeLessThan(3500);
+      expect(out.slowest).toBeLessThan(3500);
+      expect(out.flush).toBeLessThan(5000);
       expect(out.messages.filter((m) => /cannot start.*recording stopped/.test(m))).toHaveLength(1);
       expect(out.messages.join('\n')).toContain('writer-thread.js');
     } finally {
@@ -218,8 +220,9 @@ describe('5 and 7. large bodies and storage that is down stay within bounds', ()
     }
     const page = performance.now();
     expect((await fetch(`${url}/_profiler/`)).status).toBe(503);
-    expect(performance.now() - page).toBeLessThan(500);
-    expect(slowest).toBeLessThan(2000);
+    // Generous ceilings: what they catch is a request or page that waits for a store that cannot open.
+    expect(performance.now() - page).toBeLessThan(5000);
+    expect(slowest).toBeLessThan(5000);
     profiler.flush();
     expect(errors.join('\n')).toMatch(/cannot open profiler storage/);
     expect(errors.join('\n')).toMatch(/behind|dropped/);

