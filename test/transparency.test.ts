@@ -1,7 +1,10 @@
 // The host app answers exactly as it would bare: only the three debug headers and the toolbar differ.
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import express4 from 'express4';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Eta } from 'eta';
+import hbs from 'hbs';
 import { request as httpRequest } from 'node:http';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -255,5 +258,74 @@ describe('the first recorder owns a request', () => {
     inner.flush();
     expect((await outer.store()!.read(token!))?.url).toMatch(/\/admin\/page$/);
     expect(await inner.store()!.find({ limit: 10 })).toEqual([]);
+  });
+});
+
+/**
+ * Modules of the shapes real apps have, in the require cache beside every instrumented library:
+ * a config module that is a strict Proxy (envalid's and convict's throw on any name they do not
+ * know), one whose exports have throwing getters, a frozen null-prototype one, and the same shapes
+ * as packages of node_modules. The profiler reads none of them, and an app that renders with them
+ * in its locals answers as it would bare.
+ */
+function loadHostileModules(): Record<string, unknown> {
+  const root = tempDir();
+  const strict = `module.exports = new Proxy({ PORT: 8000 }, {
+    get(target, name) { if (name in target) return target[name]; throw new ReferenceError('[envalid] Env var not found: ' + String(name)); },
+    has(target, name) { if (name in target) return true; throw new ReferenceError('[convict] cannot find configuration param: ' + String(name)); },
+    getOwnPropertyDescriptor(target, name) { if (name in target) return Reflect.getOwnPropertyDescriptor(target, name); throw new ReferenceError('[envalid] Env var not found: ' + String(name)); },
+  });\n`;
+  const getters = `for (const name of ['__express', 'renderFile', 'default', 'prototype', 'then']) Object.defineProperty(exports, name, { enumerable: true, get() { throw new Error('getter ' + name + ' was read'); } });\n`;
+  const frozen = 'module.exports = Object.freeze(Object.create(null));\n';
+  const files: Record<string, string> = {
+    'config.js': strict, 'getters.js': getters, 'frozen.js': frozen,
+    'node_modules/strict-config/index.js': strict, 'node_modules/getter-pkg/index.js': getters, 'node_modules/frozen-pkg/index.js': frozen,
+  };
+  const load = createRequire(path.join(root, 'app.js'));
+  const loaded: Record<string, unknown> = {};
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(root, name)), { recursive: true });
+    writeFileSync(path.join(root, name), text);
+    loaded[name] = load(`./${name}`);
+  }
+  return loaded;
+}
+
+describe('modules of any shape beside the instrumented libraries', () => {
+  it('a strict Proxy config, throwing getters and frozen null-prototype modules: every engine renders as bare, and the views are recorded', async () => {
+    const hostile = loadHostileModules();
+    const views = path.join(import.meta.dirname, 'fixtures', 'views');
+    const build = (profiler?: WebProfiler) => {
+      const app = express();
+      app.set('views', views);
+      app.set('view engine', 'ejs');
+      app.engine('hbs', hbs.__express);
+      const eta = new Eta({ views });
+      app.engine('eta', (file: string, options: object, done: (err: unknown, html?: string) => void) => done(null, eta.render(path.basename(file), options)));
+      if (profiler) app.use(profiler);
+      // The config in the locals too, as apps pass it to their layouts.
+      app.get('/page/:file', (req, res) => res.render(req.params.file, { user: 'Ada', config: hostile['config.js'], pkg: hostile['node_modules/strict-config/index.js'], frozen: hostile['frozen.js'] }));
+      if (profiler) {
+        app.use(profiler.notFound);
+        app.use(profiler.errorHandler);
+      }
+      return app;
+    };
+    const database = tempDb();
+    const profiler = webProfiler({ database, onError: () => {} });
+    const bare = await listen(build());
+    const recorded = await listen(build(profiler));
+    running.push(bare, recorded);
+    const pages = ['home', 'home.pug', 'home.hbs', 'home.eta'];
+    for (const file of pages) {
+      const a = comparable(await send(bare.url, 'GET', `/page/${file}`), true);
+      const b = comparable(await send(recorded.url, 'GET', `/page/${file}`), true);
+      expect(a.status, file).toBe(200);
+      expect(b, file).toEqual({ ...a, toolbar: true });
+    }
+    profiler.flush();
+    const engines = readRows(database).map((row) => row.collectors.views?.renders?.[0]?.engine ?? row.collectors.views?.[0]?.engine);
+    expect(engines).toEqual(['ejs', 'pug', 'hbs', 'eta']);
+    profiler.close();
   });
 });

@@ -67,7 +67,15 @@ const localsOf = (options: unknown): Record<string, unknown> => {
 
 const engines = new WeakMap<object, string>();
 
-/** The package whose export is the view's engine (Express requires `<ext>.__express`; apps register `renderFile`s), else the extension. */
+/** A package's folder in a module's path: its name, or undefined for the app's own files. */
+const PACKAGE = /[\\/]node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)[\\/](?!.*[\\/]node_modules[\\/])/;
+
+/**
+ * The package whose export is the view's engine (Express requires `<ext>.__express`; apps register
+ * `renderFile`s), else the extension. Only packages' modules are looked at, never the app's own (a
+ * config module may be a Proxy that throws on any name it does not know), and only through their
+ * own data properties: no getter runs, and a module that cannot be read is passed over.
+ */
 function engineOf(view: View): string {
   const engine = view.engine;
   if (typeof engine !== 'function') return view.ext.replace(/^\./, '');
@@ -75,14 +83,24 @@ function engineOf(view: View): string {
   if (name === undefined) {
     name = view.ext.replace(/^\./, '');
     for (const [file, mod] of Object.entries(requireCache)) {
-      const exports = mod?.exports as Record<string, unknown> | undefined;
-      if ((exports as unknown) !== engine && exports?.__express !== engine && exports?.renderFile !== engine) continue;
-      name = /[\\/]node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)[\\/](?!.*[\\/]node_modules[\\/])/.exec(file)?.[1].replace(/\\/g, '/') ?? name;
+      const pkg = PACKAGE.exec(file)?.[1];
+      if (pkg === undefined || !exportsEngine(mod?.exports, engine)) continue;
+      name = pkg.replace(/\\/g, '/');
       break;
     }
     engines.set(engine, name);
   }
   return name;
+}
+
+function exportsEngine(exports: unknown, engine: unknown): boolean {
+  if (exports === engine) return true;
+  if (exports === null || (typeof exports !== 'object' && typeof exports !== 'function')) return false;
+  try {
+    return Object.getOwnPropertyDescriptor(exports, '__express')?.value === engine || Object.getOwnPropertyDescriptor(exports, 'renderFile')?.value === engine;
+  } catch {
+    return false;
+  }
 }
 
 /** The template's line, where the engine says: pug's `line`, ejs' `file:line` heading, "line N" in a parser's message (handlebars, eta). */
