@@ -19,7 +19,7 @@ import type { ProfileReader } from './storage/reader.js';
 import { ProfileWriter } from './storage/writer.js';
 import { profilerPages } from './web/profiler-pages.js';
 import { toolbarInjector } from './web/toolbar.js';
-import { followLoads, instrumentLoaded } from './instruments/index.js';
+import { followLoads, instrumentBuiltins, instrumentLoaded } from './instruments/index.js';
 import { hookEsmNodemailer, mailTransport } from './instruments/nodemailer.js';
 import { hookEsmAiSdks } from './instruments/ai-sdks.js';
 import { recordAiSdk } from './instruments/ai-telemetry.js';
@@ -121,6 +121,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   recordPino(tellOwn);
   recordGraphqlResolvers();
   recordAiSdk();
+  instrumentBuiltins(tellOwn);
   const findDrivers = () => {
     instrumentLoaded(tellOwn);
     if (instrumentNest(tellOwn)) trackRequests();

@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
-import { queryEnded, queryStarted, requestOf, unrecorded, type QueryEntry } from '../recording/inside.js';
+import { queryStarted, requestOf, unrecorded } from '../recording/inside.js';
+import { hasParams, iterated, paramsOf, preparing, ROWS, timed, type Method } from './sync-statements.js';
 import type { DriverAdapter, PlanRow } from './driver.js';
 
-type Method = (this: Statement, ...args: unknown[]) => unknown;
 interface Statement {
   source: string;
   reader: boolean;
@@ -67,36 +67,13 @@ export const betterSqlite3: DriverAdapter = {
     keptAlive.push(probe, statement);
     if (statementProto[wrapped]) return;
     statementProto[wrapped] = true;
-    statementProto.run = timed(statementProto.run as Method, (info) => (info as { changes?: number })?.changes);
-    statementProto.get = timed(statementProto.get as Method, (row) => (row === undefined ? 0 : 1));
-    statementProto.all = timed(statementProto.all as Method, (rows) => (rows as unknown[]).length);
-    statementProto.iterate = iterated(statementProto.iterate as Method);
+    statementProto.run = timed(statementProto.run as Method, begin, ROWS.run);
+    statementProto.get = timed(statementProto.get as Method, begin, ROWS.get);
+    statementProto.all = timed(statementProto.all as Method, begin, ROWS.all);
+    statementProto.iterate = iterated(statementProto.iterate as Method, begin);
     const dbProto = DatabaseClass.prototype as unknown as Record<string, unknown>;
-    // A statement that cannot be prepared (a syntax error, a missing table) is a failed query too.
-    const prepare0 = dbProto.prepare as (this: Database.Database, ...args: unknown[]) => unknown;
-    dbProto.prepare = function prepare(this: Database.Database, ...args: unknown[]) {
-      try {
-        return prepare0.apply(this, args);
-      } catch (err) {
-        const ctx = requestOf();
-        if (ctx !== undefined && !ownDatabases.has(this)) queryEnded(ctx, queryStarted(ctx, 'sqlite', String(args[0]), undefined), undefined, err);
-        throw err;
-      }
-    };
-    const exec0 = dbProto.exec as (this: Database.Database, sql: string) => unknown;
-    dbProto.exec = function exec(this: Database.Database, sql: string) {
-      const ctx = requestOf();
-      if (ctx === undefined || ownDatabases.has(this)) return exec0.call(this, sql);
-      const entry = queryStarted(ctx, 'sqlite', String(sql), undefined);
-      try {
-        const result = exec0.call(this, sql);
-        queryEnded(ctx, entry, undefined, undefined);
-        return result;
-      } catch (err) {
-        queryEnded(ctx, entry, undefined, err);
-        throw err;
-      }
-    };
+    dbProto.prepare = preparing(dbProto.prepare as Method, beginSql);
+    dbProto.exec = timed(dbProto.exec as Method, beginSql, () => undefined);
   },
   explain(connection, sql, params) {
     const db = connection as Database.Database;
@@ -109,70 +86,18 @@ export const betterSqlite3: DriverAdapter = {
   },
 };
 
-const hasParams = (params: unknown) => params !== undefined && !(Array.isArray(params) && params.length === 0);
-
-/** The statement's arguments as the app passed them: one array or object of values, or the values themselves. */
-const paramsOf = (args: unknown[]): unknown => (args.length === 0 ? undefined : args.length === 1 ? args[0] : args);
-
-function begin(stmt: Statement, args: unknown[]): { ctx: NonNullable<ReturnType<typeof requestOf>>; entry: QueryEntry } | undefined {
+function begin(stmt: object, args: unknown[]) {
   const ctx = requestOf();
-  if (ctx === undefined || ownDatabases.has(stmt.database)) return undefined;
-  const entry = queryStarted(ctx, 'sqlite', stmt.source, paramsOf(args));
-  if (stmt.reader && entry.kept) entry.explain = { driver: 'better-sqlite3', connection: stmt.database, sql: stmt.source, params: entry.params };
+  if (ctx === undefined || ownDatabases.has((stmt as Statement).database)) return undefined;
+  const { database, source, reader } = stmt as Statement;
+  const entry = queryStarted(ctx, 'sqlite', source, paramsOf(args));
+  if (reader && entry.kept) entry.explain = { driver: 'better-sqlite3', connection: database, sql: source, params: entry.params };
   return { ctx, entry };
 }
 
-function timed(original: Method, rowsOf: (result: unknown) => number | undefined): Method {
-  return {
-    [original.name](this: Statement, ...args: unknown[]) {
-      const started = begin(this, args);
-      if (started === undefined) return original.apply(this, args);
-      try {
-        const result = original.apply(this, args);
-        queryEnded(started.ctx, started.entry, rowsOf(result), undefined);
-        return result;
-      } catch (err) {
-        queryEnded(started.ctx, started.entry, undefined, err);
-        throw err;
-      }
-    },
-  }[original.name] as Method;
-}
-
-/** iterate(): the statement runs as the app pulls rows, so it ends when the iterator is done, returned or fails. */
-function iterated(original: Method): Method {
-  return function iterate(this: Statement, ...args: unknown[]) {
-    const started = begin(this, args);
-    if (started === undefined) return original.apply(this, args);
-    const { ctx, entry } = started;
-    let rows = 0;
-    let it: Iterator<unknown> & { return?: (v?: unknown) => IteratorResult<unknown> };
-    try {
-      it = original.apply(this, args) as typeof it;
-    } catch (err) {
-      queryEnded(ctx, entry, undefined, err);
-      throw err;
-    }
-    const step = (fn: () => IteratorResult<unknown>) => {
-      try {
-        const r = fn();
-        if (r.done) queryEnded(ctx, entry, rows, undefined);
-        else rows++;
-        return r;
-      } catch (err) {
-        queryEnded(ctx, entry, rows, err);
-        throw err;
-      }
-    };
-    return {
-      next: () => step(() => it.next()),
-      return: (value?: unknown) => {
-        queryEnded(ctx, entry, rows, undefined);
-        return it.return ? it.return(value) : { done: true, value };
-      },
-      [Symbol.iterator]() {
-        return this;
-      },
-    };
-  };
+/** A call on the database itself (exec, a prepare that fails): its SQL is its first argument. */
+function beginSql(db: object, args: unknown[]) {
+  const ctx = requestOf();
+  if (ctx === undefined || ownDatabases.has(db)) return undefined;
+  return { ctx, entry: queryStarted(ctx, 'sqlite', String(args[0]), undefined) };
 }

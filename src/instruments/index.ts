@@ -2,6 +2,7 @@ import dc from 'node:diagnostics_channel';
 import { createRequire } from 'node:module';
 import type { DriverAdapter } from './driver.js';
 import { betterSqlite3 } from './better-sqlite3.js';
+import { nodeSqlite, nodeSqliteModule } from './node-sqlite.js';
 import { mysql } from './mysql.js';
 import { mysql2 } from './mysql2.js';
 import { pg } from './pg.js';
@@ -14,7 +15,7 @@ import { bullmq } from './bullmq.js';
 import { anthropic, openai } from './ai-sdks.js';
 
 /** The packages recorded with no setup: databases, caches, mail, queues, AI providers. A new one: its adapter file beside these, and its name here. */
-export const drivers: DriverAdapter[] = [betterSqlite3, pg, mysql2, mysql, sqlite3, ioredis, nodeRedis, nodemailer, drizzle, bullmq, openai, anthropic];
+export const drivers: DriverAdapter[] = [betterSqlite3, nodeSqlite, pg, mysql2, mysql, sqlite3, ioredis, nodeRedis, nodemailer, drizzle, bullmq, openai, anthropic];
 
 const requireCache = createRequire(__filename).cache;
 const hooked = new WeakSet<object>();
@@ -50,6 +51,17 @@ export function instrumentLoaded(tell: (message: string) => void): boolean {
     }
   }
   return found;
+}
+
+/** Node's own SQLite, a builtin that no require cache lists: hooked when a profiler starts, where this Node has it. */
+export function instrumentBuiltins(tell: (message: string) => void): void {
+  const sqlite = nodeSqliteModule();
+  if (sqlite === null) return;
+  try {
+    hookOnce(nodeSqlite, sqlite, undefined, tell);
+  } catch (err) {
+    tell(`recording node:sqlite failed: ${(err as Error)?.message ?? err}`);
+  }
 }
 
 /** The packages whose loading makes the profiler look for drivers again. */

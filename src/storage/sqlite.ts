@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { nodeSqliteModule } from '../instruments/node-sqlite.js';
 
 /**
  * The SQLite connection the store uses, whichever binding runs it: Node's own `node:sqlite` where
@@ -46,26 +47,6 @@ export function sqliteCode(err: unknown): string {
 type NodeSqlite = typeof import('node:sqlite');
 type BetterSqlite3 = typeof import('better-sqlite3');
 
-let nodeSqlite: NodeSqlite | null | undefined;
-
-/** node:sqlite, or null where this Node has none without a flag. Node 22 warns that it is experimental: the app did not ask for it, so that one warning is not passed on. */
-function loadNodeSqlite(): NodeSqlite | null {
-  if (nodeSqlite !== undefined) return nodeSqlite;
-  const emitWarning = process.emitWarning;
-  process.emitWarning = function (warning: string | Error, ...rest: unknown[]) {
-    if (/SQLite/.test(String(warning)) && (rest[0] === 'ExperimentalWarning' || (rest[0] as { type?: string })?.type === 'ExperimentalWarning')) return;
-    return (emitWarning as (...args: unknown[]) => void).call(process, warning, ...rest);
-  } as typeof process.emitWarning;
-  try {
-    nodeSqlite = (process.getBuiltinModule?.('node:sqlite') as NodeSqlite | undefined) ?? null;
-  } catch {
-    nodeSqlite = null;
-  } finally {
-    process.emitWarning = emitWarning;
-  }
-  return nodeSqlite;
-}
-
 let betterSqlite3: BetterSqlite3 | undefined;
 
 function loadBetterSqlite3(): BetterSqlite3 {
@@ -77,10 +58,10 @@ function loadBetterSqlite3(): BetterSqlite3 {
 }
 
 /** The binding this process uses for its store. */
-export const sqliteBinding = (): string => (loadNodeSqlite() ? 'node:sqlite' : 'better-sqlite3');
+export const sqliteBinding = (): string => (nodeSqliteModule() ? 'node:sqlite' : 'better-sqlite3');
 
 export function openDatabase(file: string, options: OpenOptions = {}): SqliteDatabase {
-  const native = loadNodeSqlite();
+  const native = nodeSqliteModule();
   return native ? openNode(native, file, options) : openBetter(loadBetterSqlite3(), file, options);
 }
 

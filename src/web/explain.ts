@@ -25,7 +25,7 @@ interface Kept extends Omit<ExplainRef, 'connection'> {
 
 const NOT_SELECT = 'Only a SELECT can be explained.';
 const TOO_LARGE = `This query cannot be explained: its SQL and parameters were over ${QUERY_BYTES / 1024} KiB, more than the profiler keeps for EXPLAIN.`;
-const NO_CONNECTION = 'This query cannot be explained: its driver does not say which connection ran it, and EXPLAIN runs on that connection (better-sqlite3 and pg queries can be explained).';
+const NO_CONNECTION = 'This query cannot be explained: its driver does not say which connection ran it, and EXPLAIN runs on that connection (better-sqlite3, node:sqlite and pg queries can be explained).';
 
 export class ExplainRegistry {
   /** Per query: what EXPLAIN needs, or why it cannot run; and what each request's take, in bytes. */
