@@ -1,3 +1,4 @@
+import { findSourceMap, type SourceMap } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -42,7 +43,7 @@ function frameIn(depth: number): string | undefined | null {
       if (name === undefined || name === null || name.startsWith('node:') || isOwn(name) || name.includes('/node_modules/') || name.includes(NODE_MODULES)) continue;
       const file = name.startsWith('file://') ? fileURLToPath(name) : name;
       if (!path.isAbsolute(file)) continue;
-      return `${file}:${site.getLineNumber()}`;
+      return original(name, file, site.getLineNumber() ?? 0, site.getColumnNumber() ?? 0);
     }
     // null: none in a stack that was cut short, worth a deeper look; undefined: there is none.
     return stack.length >= depth && depth < LONG ? null : undefined;
@@ -52,4 +53,28 @@ function frameIn(depth: number): string | undefined | null {
     Error.prepareStackTrace = prepare;
     Error.stackTraceLimit = limit;
   }
+}
+
+/** Each file's source map as Node keeps it (tsx, --enable-source-maps), or null: looked up once a file. */
+const maps = new Map<string, SourceMap | null>();
+
+/**
+ * `file:line` of the source the app wrote: a file compiled with a source map (TypeScript under tsx,
+ * a build run with --enable-source-maps) names its own line, which the compiled one is not.
+ */
+function original(name: string, file: string, line: number, column: number): string {
+  let map = maps.get(name);
+  if (map === undefined) {
+    try {
+      map = findSourceMap(name) ?? null;
+    } catch {
+      map = null;
+    }
+    maps.set(name, map);
+  }
+  if (map === null) return `${file}:${line}`;
+  const entry = map.findEntry(line - 1, column - 1) as { originalSource?: string; originalLine?: number };
+  if (entry.originalSource === undefined || entry.originalLine === undefined) return `${file}:${line}`;
+  const source = entry.originalSource.startsWith('file://') ? fileURLToPath(entry.originalSource) : path.resolve(path.dirname(file), entry.originalSource);
+  return `${source}:${entry.originalLine + 1}`;
 }
