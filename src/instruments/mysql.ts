@@ -16,7 +16,6 @@ const handovers: (Handover | undefined)[] = [];
 
 interface Query {
   sql?: unknown;
-  values?: unknown;
   end(this: Query, err?: unknown, ...results: unknown[]): unknown;
   emit(this: Query, event: string, ...args: unknown[]): boolean;
 }
@@ -97,7 +96,9 @@ function follow(q: Query): void {
   const handover = handovers[handovers.length - 1];
   const ctx = handover?.ctx ?? requestOf();
   if (ctx === undefined) return;
-  const entry: QueryEntry = queryStarted(ctx, 'mysql', String(q.sql ?? ''), q.values, handover?.caller);
+  // The package formats the values into the SQL before sending it (it binds nothing on the server):
+  // they are in the SQL, redacted there, and a copy beside it would keep what that took out.
+  const entry: QueryEntry = queryStarted(ctx, 'mysql', String(q.sql ?? ''), undefined, handover?.caller);
   if (handover !== undefined) entry.wait = handover.wait;
   let streamed = 0;
   const emit = q.emit;

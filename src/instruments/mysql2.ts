@@ -112,7 +112,7 @@ export const mysql2: DriverAdapter = {
             const ctx = handover?.ctx ?? requestOf();
             if (ctx === undefined) return;
             const m = message as Traced;
-            const entry = queryStarted(ctx, 'mysql', String(m.query), m.values, handover?.caller);
+            const entry = queryStarted(ctx, 'mysql', String(m.query), name === 'mysql2:execute' ? m.values : undefined, handover?.caller);
             if (handover !== undefined) entry.wait = handover.wait;
             open.set(message as object, { ctx, entry });
           } catch {
@@ -190,12 +190,17 @@ function hookCommands(loaded: Mysql2Module): boolean {
   return true;
 }
 
+/**
+ * A statement's parameters are kept where the server binds them (execute()); query() formats its
+ * values into the SQL before it is sent, so they are in the SQL (redacted there with it) and not
+ * kept beside it: a copy beside it would keep what the SQL's redaction took out.
+ */
 function follow(cmd: Command): void {
   const handover = handovers[handovers.length - 1];
   if (handover === null) return;
   const ctx = handover?.ctx ?? requestOf();
   if (ctx === undefined) return;
-  const entry = queryStarted(ctx, 'mysql', String(cmd.sql ?? cmd.query ?? ''), cmd.values, handover?.caller);
+  const entry = queryStarted(ctx, 'mysql', String(cmd.sql ?? cmd.query ?? ''), cmd.constructor.name === 'Execute' ? cmd.values : undefined, handover?.caller);
   if (handover !== undefined) entry.wait = handover.wait;
   const onResult = cmd.onResult;
   if (typeof onResult === 'function') {
