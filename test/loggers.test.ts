@@ -1,4 +1,6 @@
 import express from 'express';
+import { cpSync } from 'node:fs';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import winston from 'winston';
@@ -6,7 +8,7 @@ import { createRequire } from 'node:module';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { logger, pinoDestination, webProfiler } from '../src/index.js';
 import { profilerTransport } from '../src/instruments/winston.js';
-import { listen, tempDb, type Running } from './helpers.js';
+import { listen, readRows, tempDb, type Running } from './helpers.js';
 
 const running: Running[] = [];
 const closing: (() => void)[] = [];
@@ -190,6 +192,40 @@ describe('winston', () => {
     for (let waited = 0; !(wrote(bare.winstonOut) && wrote(recorded.winstonOut)) && waited < 5000; waited += 10) await sleep(10);
     expect(recorded.winstonOut).toEqual(bare.winstonOut);
     expect(recorded.winstonOut).toContain('{"level":"info","message":"outside any request"}\n');
+  });
+});
+
+describe('winston: a copy the profiler did not find', () => {
+  it('its logger, made before the profiler with profilerTransport(), has its lines recorded once, beside a logger of the copy it found', async () => {
+    // A second winston at a path that is no package's (vendored): the profiler hooks only the one in node_modules.
+    const vendored = path.resolve('test-artifacts', `vendor-${process.pid}`, 'winston');
+    cpSync(path.resolve('node_modules/winston'), vendored, { recursive: true });
+    const other = createRequire(import.meta.url)(vendored) as typeof winston;
+    const quiet = () => new Writable({ write(_c, _e, cb) { cb(); } });
+    const fromCopy = other.createLogger({ transports: [new other.transports.Stream({ stream: quiet() }), profilerTransport()] });
+    const fromFound = winston.createLogger({ transports: [new winston.transports.Stream({ stream: quiet() }), profilerTransport()] });
+    const database = tempDb();
+    const profiler = webProfiler({ database, onError: () => {} });
+    closing.push(() => profiler.close());
+    const app = express();
+    app.use(profiler);
+    app.get('/both', (_req, res) => {
+      fromCopy.info('from the vendored copy');
+      fromFound.info('from the copy it found');
+      res.send('ok');
+    });
+    const server = await listen(app);
+    running.push(server);
+    const res = await fetch(`${server.url}/both`);
+    await res.text();
+    const token = res.headers.get('x-debug-token')!;
+    // winston writes through streams: wait for the lines, not for a time.
+    const lines = () => {
+      profiler.flush();
+      return (readRows(database).find((r) => r.token === token)?.collectors.logs.lines ?? []).filter((l: { channel: string }) => l.channel === 'winston').map((l: { message: string }) => l.message);
+    };
+    for (let waited = 0; lines().length < 2 && waited < 30_000; waited += 20) await sleep(20);
+    expect(lines().sort()).toEqual(['from the copy it found', 'from the vendored copy']);
   });
 });
 

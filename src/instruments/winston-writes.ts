@@ -68,12 +68,19 @@ export function instrumentWinston(): boolean {
     };
     Object.defineProperty(recorded, kAuto, { value: true });
     proto.write = recorded;
-    hooked = true;
   }
   return found;
 }
 
-let hooked = false;
-
-/** Whether the app's winston records its lines by itself (then profilerTransport() adds nothing). */
-export const winstonRecorded = (): boolean => hooked;
+/** Whether `logger`'s own winston records its lines as they are written (then profilerTransport() adds nothing for it). */
+export function writesRecorded(logger: unknown): boolean {
+  try {
+    for (let p = Object.getPrototypeOf(logger); p !== null && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+      const write = Object.getOwnPropertyDescriptor(p, 'write')?.value as { [kAuto]?: true } | undefined;
+      if (write !== undefined) return write[kAuto] === true;
+    }
+  } catch {
+    // A logger that cannot be read: its transport records.
+  }
+  return false;
+}
