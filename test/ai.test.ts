@@ -255,6 +255,11 @@ describe('gen_ai spans through the OpenTelemetry bridge', () => {
       const res = await fetch(`${server.url}/summarise`);
       await res.json();
       profiler.flush();
+      // No HTTP instrumentation started a trace for the request: it joins its span's, and is found by it.
+      const { trace } = await (await fetch(`${server.url}/_profiler/${res.headers.get('x-debug-token')}`, { headers: { accept: 'application/json' } })).json();
+      expect(trace).toMatch(/^[0-9a-f]{32}$/);
+      const found = await (await fetch(`${server.url}/_profiler/search?trace_id=${trace}`, { headers: { accept: 'application/json' } })).json();
+      expect(found.profiles.map((p: { token: string }) => p.token)).toEqual([res.headers.get('x-debug-token')]);
       const panel = (await (await fetch(`${server.url}/_profiler/${res.headers.get('x-debug-token')}`, { headers: { accept: 'application/json' } })).json()).collectors.ai;
       expect(panel.calls).toEqual([expect.objectContaining({
         source: 'span', library: '@traceloop/instrumentation-bedrock', provider: 'aws.bedrock', model: 'amazon.nova-pro-v1:0', operation: 'chat',

@@ -48,7 +48,18 @@ export function spanProcessor() {
   return {
     onStart(span: object) {
       const ctx = requestOf();
-      if (ctx !== undefined) open.set(span, { ctx, start: sinceStart(ctx) });
+      if (ctx === undefined) return;
+      open.set(span, { ctx, start: sinceStart(ctx) });
+      // A request the app's tracing did not see start (no HTTP instrumentation) joins the trace of
+      // its first span, searching that trace finds it; a client's traceparent names it first.
+      if (ctx.trace === undefined && (ctx as { req?: { headers?: Record<string, unknown> } }).req?.headers?.traceparent === undefined) {
+        try {
+          const sc = (span as { spanContext?: () => { traceId?: unknown; spanId?: unknown } }).spanContext?.();
+          if (typeof sc?.traceId === 'string' && typeof sc.spanId === 'string' && /^[0-9a-f]{32}$/.test(sc.traceId) && !/^0+$/.test(sc.traceId)) ctx.trace = { traceId: sc.traceId, spanId: sc.spanId };
+        } catch {
+          // A span that cannot say its trace: the request keeps none.
+        }
+      }
     },
     onEnd(span: EndedSpan) {
       const o = open.get(span);
