@@ -1,8 +1,7 @@
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import { onceEach } from './recording/collect.js';
 import { resolveOptions, type ProfilerOptions, type ResolvedOptions } from './options.js';
-import { contextOf, trackRequests } from './recording/context.js';
-import { isLoaded } from './recording/loaded.js';
+import { contextOf } from './recording/context.js';
 import { captureConsole, logger, pinoHttpLoaded } from './recording/logger.js';
 import { hookLoadedRouters } from './recording/layers.js';
 import { runInFront } from './recording/front.js';
@@ -94,12 +93,6 @@ export interface RunOptions {
   cpu?: boolean;
 }
 
-/**
- * Libraries whose use comes after awaits (better-sqlite3 is not one: the profiler loads it itself,
- * and it is synchronous; nor is nodemailer, whose ES-module copy the profiler loads to follow it:
- * a first message sent switches tracking on, as a first query does).
- */
-const ASYNC_LIBRARIES = /[\\/]node_modules[\\/](pg|pg-pool|mysql2|ioredis[^\\/]*|@redis|mongodb|pino|winston|undici)[\\/]/;
 
 /** Read from req.url, not req.path: this runs on every request and parsing the URL is not free. */
 const isProfilerPath = (url: string) =>
@@ -124,10 +117,8 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   instrumentBuiltins(tellOwn);
   const findDrivers = () => {
     instrumentLoaded(tellOwn);
-    if (instrumentNest(tellOwn)) trackRequests();
+    instrumentNest(tellOwn);
     instrumentWinston();
-    // An app that talks to these does so after awaits: follow its requests across them from the start.
-    if (isLoaded(ASYNC_LIBRARIES)) trackRequests();
   };
   findDrivers();
   followLoads(findDrivers);

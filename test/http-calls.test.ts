@@ -53,11 +53,7 @@ async function twoApps() {
     await get(`http://127.0.0.1:${req.params.port}/y`).catch((err: NodeJS.ErrnoException) => errors.push(`http: ${err.code}`));
     res.json({ errors });
   });
-  // On Node 20 and 22 the profiler follows requests across awaits from the app's first call on
-  // (see recording/context.ts): this one starts it, as an app's first request would.
-  front.get('/first', async (_req, res) => res.json(await (await fetch(`${backServer.url}/status/first`)).json()));
   const frontServer = await listen(front);
-  await (await fetch(`${frontServer.url}/first`)).text();
   running.push(backServer, frontServer);
   closing.push(() => backProfiler.close(), () => frontProfiler.close());
   return { back: { ...backServer, profiler: backProfiler }, front: { ...frontServer, profiler: frontProfiler } };

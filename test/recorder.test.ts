@@ -222,10 +222,7 @@ describe('recorder: the exported logger and console', () => {
     const tokens = await Promise.all([2, 3, 4, 5].map(async (id) =>
       [id, (await fetch(`${url}/later/${id}?wait=${40 - id * 5}`)).headers.get('x-debug-token')] as const));
     profiler.flush();
-    // Node 24 follows every request from the start; 20 and 22 from the app's first need on, and the
-    // request in flight then says what it lost (a line after an await is that first need here).
-    if (Number(process.versions.node.split('.')[0]) >= 24) expect(linesOf(database, first)).toEqual(['logger after await 1', 'console after await 1']);
-    else expect(linesOf(database, first)).toEqual([expect.stringMatching(/^The profiler follows requests across awaits from here on .* is not in its profile/)]);
+    expect(linesOf(database, first)).toEqual(['logger after await 1', 'console after await 1']);
     for (const [id, token] of tokens) expect(linesOf(database, token)).toEqual([`logger after await ${id}`, `console after await ${id}`]);
   });
 });

@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 /** Where a line came from: req.log or the exported logger, console.*, pino, winston. */
-export type LogChannel = 'app' | 'console' | 'pino' | 'winston' | 'nest' | 'profiler';
+export type LogChannel = 'app' | 'console' | 'pino' | 'winston' | 'nest';
 
 export interface LogLine {
   time: number;
@@ -125,33 +125,18 @@ export const contextOf = (res: unknown): RequestContext | undefined =>
 
 /*
  * Which request is running, for the exported logger, console capture, database drivers, outgoing
- * calls and spans (req.log needs none of this). AsyncLocalStorage follows a request across
- * awaits, but on Node 20 and 22 it costs something on every async resource the process creates,
- * so there it is switched on only once the app is seen to need it: a line logged while requests
- * are in flight outside any router layer's synchronous code, or a first query, call or span. Until
- * then a line belongs to the request whose layer is running, and to no other: code that runs
- * outside a request's own (a client in the same process, a timer made at start-up) is never given
- * a request's context by guess. Node 24's AsyncLocalStorage costs next to nothing (its context is
- * a frame V8 carries), so there it follows every request from the first.
+ * calls and spans (req.log needs none of this): AsyncLocalStorage follows each request across its
+ * awaits, and code that runs synchronously in one of its router layers is its too (a library
+ * that loses the async context, a pool's callback, still runs there). Code outside a request's own
+ * (a client in the same process, a timer made at start-up) belongs to none: a request's context
+ * is never given by guess.
  */
 const requestStore = new AsyncLocalStorage<WorkContext>();
-let tracking = Number(process.versions.node.split('.')[0]) >= 24;
 let running: RequestContext | undefined;
-/** Requests in flight that began while tracking was off: they are not in requestStore. */
-const untracked = new Set<RequestContext>();
 
-/** A recorded request starts: runs `next` in its async context once tracking is on. */
+/** A recorded request starts: runs `next` in its async context. */
 export function requestStarted(ctx: RequestContext, next: () => void): void {
-  if (tracking) requestStore.run(ctx, next);
-  else {
-    untracked.add(ctx);
-    next();
-  }
-}
-
-/** A recorded request has finished. */
-export function requestFinished(ctx: RequestContext): void {
-  untracked.delete(ctx);
+  requestStore.run(ctx, next);
 }
 
 /** A router layer of ctx's starts running: returns the request it interrupts, for leave(). */
@@ -166,11 +151,7 @@ export function leave(outer: RequestContext | undefined): void {
 }
 
 export function currentContext(): WorkContext | undefined {
-  if (tracking) return requestStore.getStore() ?? running ?? processWork;
-  if (running !== undefined) return running;
-  // Requests in flight, and this code none of theirs that can be told: follow them from now on.
-  if (untracked.size > 0) follow();
-  return processWork;
+  return requestStore.getStore() ?? running ?? processWork;
 }
 
 /** The script the whole process runs as (see register.ts): what no request or run claims is its. */
@@ -182,20 +163,5 @@ export function setProcessWork(ctx: WorkContext | undefined): void {
 
 /** Runs fn as the unit of work ctx (a command), followed across awaits, whatever runs around it. */
 export function runAs<T>(ctx: WorkContext, fn: () => T): T {
-  trackRequests();
   return requestStore.run(ctx, fn);
-}
-
-/** Follow requests across awaits from now on: the app runs queries, calls or spans, which come after awaits. */
-export function trackRequests(): void {
-  if (!tracking) follow();
-}
-
-const UNFOLLOWED = 'The profiler follows requests across awaits from here on (the app needed it for the first time since it started: a query, a call, or a line logged outside a handler). What this request logged, queried or called after an await before this point is not in its profile; on Node 24 every request is followed from the start.';
-
-/** Requests already in flight cannot be followed: each says so in its log, at the point it happened. */
-function follow(): void {
-  tracking = true;
-  for (const ctx of untracked) ctx.logs.push({ time: Date.now(), level: 'info', message: UNFOLLOWED, context: undefined, channel: 'profiler' });
-  untracked.clear();
 }

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { currentContext, trackRequests, type RequestContext, type WorkContext } from './context.js';
+import { currentContext, type RequestContext, type WorkContext } from './context.js';
 import { callerFrame } from './caller.js';
 
 /** One statement a database driver ran for the request. Times are ms since the request arrived. */
@@ -101,7 +101,6 @@ export const MAX_CALLERS = 100;
 
 export function insideOf(ctx: WorkContext): Inside {
   if (ctx.inside !== undefined) return ctx.inside;
-  trackRequests();
   return (ctx.inside = { queries: [], queryCount: 0, queryTime: 0, calls: [], callCount: 0, marks: [], commands: [], commandCount: 0, renders: [], mails: [], queued: [], ai: [] });
 }
 

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { ServerResponse, validateHeaderValue, type IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { contextOf, kContext, requestFinished, requestStarted, type RecorderSettings, type RequestContext } from './context.js';
+import { contextOf, kContext, requestStarted, type RecorderSettings, type RequestContext } from './context.js';
 import { hookLayers } from './layers.js';
 import { logger, pinoHttpLoaded, RequestLogger } from './logger.js';
 import { answeredFrom, serverTiming } from './inside.js';
@@ -113,7 +113,6 @@ function finish(this: Tracked) {
     ctx.end = performance.now() - ctx.start;
     if (ctx.ttfb < 0) ctx.ttfb = ctx.end;
     if (ctx.cpu !== undefined) stopCpu(ctx);
-    requestFinished(ctx);
     loopFinished(ctx);
     ctx.recorder.done(ctx);
   } catch (err) {
