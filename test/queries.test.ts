@@ -409,3 +409,32 @@ describe('instrument()', () => {
     expect(() => instrument({ query() {} })).toThrow(/not a driver the profiler knows/);
   });
 });
+
+describe('an empty panel says why', () => {
+  it('names what the profiler follows in this process, and a database package it found loaded but does not follow; the configuration lists both', async () => {
+    // A package of a kind no adapter knows, loaded as an app loads it.
+    const root = tempDir();
+    mkdirSync(path.join(root, 'node_modules', 'mongodb'), { recursive: true });
+    writeFileSync(path.join(root, 'node_modules', 'mongodb', 'package.json'), '{"name":"mongodb","version":"6.3.0","main":"index.js"}');
+    writeFileSync(path.join(root, 'node_modules', 'mongodb', 'index.js'), 'exports.MongoClient = class MongoClient {};\n');
+    createRequire(path.join(root, 'app.js'))('mongodb');
+    const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    closing.push(() => profiler.close());
+    const app = express();
+    app.use(profiler);
+    app.get('/nothing', (_req, res) => res.send('no query here'));
+    const server = await listen(app);
+    running.push(server);
+    const res = await fetch(`${server.url}/nothing`);
+    await res.text();
+    profiler.flush();
+    const token = res.headers.get('x-debug-token');
+    const page = await (await fetch(`${server.url}/_profiler/${token}?panel=db`)).text();
+    expect(page).toContain('Nothing was recorded for this panel.');
+    expect(page).toMatch(/In this process the profiler follows [^<]*better-sqlite3 \d+\.\d+\.\d+/);
+    expect(page).toMatch(/Loaded, not recorded:[\s\S]*mongodb 6\.3\.0<\/span>: no adapter: its work is not recorded/);
+    const config = await (await fetch(`${server.url}/_profiler/${token}?panel=config`)).text();
+    expect(config).toContain('Libraries recorded');
+    expect(config).toMatch(/mongodb 6\.3\.0/);
+  });
+});

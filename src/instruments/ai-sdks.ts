@@ -66,6 +66,7 @@ const isClient = (Client: unknown) => typeof ownerOf((Client as { prototype?: ob
 
 export const openai: DriverAdapter = {
   name: 'openai',
+  panel: 'ai',
   main: /[\\/]node_modules[\\/]openai[\\/]index\.js$/,
   matches: (loaded) => isClient((loaded as { OpenAI?: unknown } | undefined)?.OpenAI),
   hook: (loaded) => hookClient(clientOf(loaded, 'OpenAI'), 'openai'),
@@ -73,6 +74,7 @@ export const openai: DriverAdapter = {
 
 export const anthropic: DriverAdapter = {
   name: '@anthropic-ai/sdk',
+  panel: 'ai',
   main: /[\\/]node_modules[\\/]@anthropic-ai[\\/]sdk[\\/]index\.js$/,
   matches: (loaded) => isClient((loaded as { Anthropic?: unknown } | undefined)?.Anthropic),
   hook: (loaded) => hookClient(clientOf(loaded, 'Anthropic'), 'anthropic'),

@@ -55,6 +55,7 @@ function explainerOf(db: Database.Database): { prepare(sql: string): Database.St
  */
 export const betterSqlite3: DriverAdapter = {
   name: 'better-sqlite3',
+  panel: 'db',
   main: /[\\/]node_modules[\\/]better-sqlite3[\\/]lib[\\/]index\.js$/,
   matches: (loaded) => typeof loaded === 'function' && typeof (loaded as { prototype?: { prepare?: unknown } }).prototype?.prepare === 'function' && (loaded as { name?: string }).name === 'Database',
   hook(loaded) {

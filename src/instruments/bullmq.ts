@@ -169,6 +169,7 @@ function hookWorker(Worker: unknown): void {
 /** BullMQ ships its ES-module build for bundlers only (no `exports`): Node runs its CommonJS copy, whatever the app's module system. */
 export const bullmq: DriverAdapter = {
   name: 'bullmq',
+  panel: 'jobs',
   main: /[\\/]node_modules[\\/]bullmq[\\/]dist[\\/]cjs[\\/]classes[\\/]worker\.js$/,
   matches: (loaded) => typeof (loaded as { Worker?: { prototype?: { callProcessJob?: unknown } } })?.Worker?.prototype?.callProcessJob === 'function',
   hook: (loaded) => hookWorker((loaded as { Worker: unknown }).Worker),

@@ -6,6 +6,8 @@
 export interface DriverAdapter {
   /** The package's name, as the app imports it. */
   name: string;
+  /** The panel its records show on. */
+  panel: DriverPanel;
   /** Its main module's path inside node_modules, as the require cache holds it. */
   main: RegExp;
   /** Whether `loaded` is this package's: for instrument(), with a module the app passes itself. */
@@ -18,6 +20,10 @@ export interface DriverAdapter {
   /** EXPLAIN a SELECT on the connection it ran on: the plan's rows, in the order the database gave them. */
   explain?(connection: object, sql: string, params: unknown): Promise<PlanRow[]> | PlanRow[];
 }
+
+/** The panels libraries' records show on, in menu order. */
+export const DRIVER_PANELS = ['db', 'cache', 'mail', 'ai', 'jobs'] as const;
+export type DriverPanel = (typeof DRIVER_PANELS)[number];
 
 /** One row of a query plan: its text, and its parent's id for a tree (SQLite), or its depth (PostgreSQL's indented text). */
 export interface PlanRow {

@@ -19,6 +19,7 @@ const hooked = new WeakSet<object>();
  */
 export const drizzle: DriverAdapter = {
   name: 'drizzle-orm',
+  panel: 'db',
   main: /[\\/]node_modules[\\/]drizzle-orm[\\/]query-promise\.cjs$/,
   matches: (loaded) => typeof (loaded as { QueryPromise?: { prototype?: { then?: unknown } } })?.QueryPromise?.prototype?.then === 'function',
   hook(loaded, file) {

@@ -1,6 +1,8 @@
 import dc from 'node:diagnostics_channel';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { DriverAdapter } from './driver.js';
+import path from 'node:path';
+import type { DriverAdapter, DriverPanel } from './driver.js';
 import { betterSqlite3 } from './better-sqlite3.js';
 import { nodeSqlite, nodeSqliteModule } from './node-sqlite.js';
 import { mysql } from './mysql.js';
@@ -24,7 +26,77 @@ function hookOnce(adapter: DriverAdapter, loaded: unknown, file: string | undefi
   if (loaded === null || (typeof loaded !== 'object' && typeof loaded !== 'function') || hooked.has(loaded)) return false;
   hooked.add(loaded);
   adapter.hook(loaded, file, tell);
+  followedCopies.add(file === undefined ? adapter.name : packageDir(file, adapter.name) ?? adapter.name);
   return true;
+}
+
+/** Where each followed copy is: its package folder (or the adapter's name, for a builtin or a module handed over). */
+const followedCopies = new Set<string>();
+
+/** The folder of package `name` that holds `file`, when the file is inside one. */
+function packageDir(file: string, name: string): string | undefined {
+  const marker = `${path.sep}node_modules${path.sep}${name.split('/').join(path.sep)}${path.sep}`;
+  const at = file.lastIndexOf(marker);
+  return at < 0 ? undefined : file.slice(0, at + marker.length - 1);
+}
+
+/**
+ * Packages of a kind the panels show that no adapter follows: their work is not recorded (their
+ * OpenTelemetry spans are, through spanProcessor()). Named so that an empty panel says so.
+ */
+const UNFOLLOWED: [string, DriverPanel][] = [
+  ['mongodb', 'db'], ['mongoose', 'db'], ['postgres', 'db'], ['@prisma/client', 'db'], ['mssql', 'db'], ['tedious', 'db'], ['oracledb', 'db'],
+  ['@libsql/client', 'db'], ['@neondatabase/serverless', 'db'], ['@planetscale/database', 'db'], ['cassandra-driver', 'db'],
+  ['memcached', 'cache'], ['memjs', 'cache'], ['@aws-sdk/client-sesv2', 'mail'], ['@sendgrid/mail', 'mail'], ['@google/genai', 'ai'], ['cohere-ai', 'ai'],
+];
+
+export interface DriverCopy {
+  name: string;
+  version: string | undefined;
+  /** Why its work is not recorded, when it is not. */
+  why?: string;
+}
+
+/**
+ * What this process records for a panel and what it cannot: each copy of a known package it has
+ * loaded, followed or not, and packages of the panel's kind no adapter knows. Read when a page is
+ * shown, never on a request's way.
+ */
+export function driverReport(panel: DriverPanel): { followed: DriverCopy[]; unfollowed: DriverCopy[] } {
+  const followed: DriverCopy[] = [];
+  const unfollowed: DriverCopy[] = [];
+  const seen = new Set<string>();
+  for (const adapter of drivers) {
+    if (adapter.panel !== panel) continue;
+    if (followedCopies.has(adapter.name)) followed.push({ name: adapter.name, version: adapter.name === 'node:sqlite' ? `SQLite ${process.versions.sqlite}` : undefined });
+    for (const file of Object.keys(requireCache)) {
+      const dir = packageDir(file, adapter.name);
+      if (dir === undefined || seen.has(dir)) continue;
+      seen.add(dir);
+      const copy = { name: adapter.name, version: versionAt(dir) };
+      if (followedCopies.has(dir)) followed.push(copy);
+      else unfollowed.push({ ...copy, why: 'loaded, but not in a shape the profiler knows (a version it does not support, or a copy it has not met yet: instrument() hands one over)' });
+    }
+  }
+  for (const [name, kind] of UNFOLLOWED) {
+    if (kind !== panel) continue;
+    for (const file of Object.keys(requireCache)) {
+      const dir = packageDir(file, name);
+      if (dir === undefined || seen.has(dir)) continue;
+      seen.add(dir);
+      unfollowed.push({ name, version: versionAt(dir), why: 'no adapter: its work is not recorded (its OpenTelemetry spans are, through spanProcessor())' });
+    }
+  }
+  return { followed, unfollowed };
+}
+
+function versionAt(dir: string): string | undefined {
+  try {
+    const { version } = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version?: unknown };
+    return typeof version === 'string' ? version : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Where the require cache holds a module the app handed over itself, if it does. */

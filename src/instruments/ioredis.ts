@@ -30,6 +30,7 @@ const hooked = new WeakSet<object>();
  */
 export const ioredis: DriverAdapter = {
   name: 'ioredis',
+  panel: 'cache',
   main: /[\\/]node_modules[\\/]ioredis[^\\/]*[\\/]built[\\/]index\.js$/,
   matches: (loaded) => typeof (loaded as Module)?.Pipeline?.prototype === 'object' && typeof ownerOf((loaded as Module).prototype, 'sendCommand')?.sendCommand === 'function',
   hook(loaded, file, tell) {

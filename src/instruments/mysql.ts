@@ -36,6 +36,7 @@ function rowsOf(results: unknown): number | undefined {
  */
 export const mysql: DriverAdapter = {
   name: 'mysql',
+  panel: 'db',
   main: /[\\/]node_modules[\\/]mysql[\\/]index\.js$/,
   matches: (loaded) => {
     const m = loaded as Record<string, unknown> | null;

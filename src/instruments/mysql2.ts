@@ -71,6 +71,7 @@ const publishes = (version: number[] | undefined) =>
  */
 export const mysql2: DriverAdapter = {
   name: 'mysql2',
+  panel: 'db',
   // An npm alias (`"mysql2-legacy": "npm:mysql2@2"`) is the same package under another folder's name.
   main: /[\\/]node_modules[\\/]mysql2(?:-[^\\/]+)?[\\/]index\.js$/,
   matches: (loaded) => typeof (loaded as { createPool?: unknown })?.createPool === 'function' && typeof (loaded as { format?: unknown }).format === 'function',

@@ -17,6 +17,7 @@ type Load = (file: string) => { default?: { prototype: object } };
  */
 export const nodeRedis: DriverAdapter = {
   name: 'redis',
+  panel: 'cache',
   main: /[\\/]node_modules[\\/]@redis[\\/]client[\\/]dist[\\/]index\.js$/,
   matches: (loaded) => typeof (loaded as { createClient?: unknown })?.createClient === 'function' && typeof (loaded as { createCluster?: unknown }).createCluster === 'function',
   hook(_loaded, file, tell) {

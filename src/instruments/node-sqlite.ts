@@ -44,6 +44,7 @@ const READER = /^\s*(?:SELECT|WITH|VALUES)\b/i;
  */
 export const nodeSqlite: DriverAdapter = {
   name: 'node:sqlite',
+  panel: 'db',
   main: /^node:sqlite$/,
   matches: (loaded) => typeof (loaded as Partial<NodeSqlite> | null)?.DatabaseSync === 'function' && typeof (loaded as Partial<NodeSqlite>).StatementSync === 'function',
   hook(loaded) {

@@ -19,6 +19,7 @@ const hooked = new WeakSet<object>();
  */
 export const nodemailer: DriverAdapter = {
   name: 'nodemailer',
+  panel: 'mail',
   main: /[\\/]node_modules[\\/]nodemailer[^\\/]*[\\/](?:lib|dist[\\/]cjs)[\\/]nodemailer\.js$/,
   matches: (loaded) => typeof (loaded as { createTransport?: unknown })?.createTransport === 'function' && typeof (loaded as { getTestMessageUrl?: unknown }).getTestMessageUrl === 'function',
   hook(_loaded, file, tell) {

@@ -30,6 +30,7 @@ let asking: { ctx: WorkContext; caller: string | undefined } | undefined;
  */
 export const pg: DriverAdapter = {
   name: 'pg',
+  panel: 'db',
   main: /[\\/]node_modules[\\/]pg[\\/]lib[\\/]index\.js$/,
   matches: (loaded) => typeof (loaded as { Client?: { prototype?: { query?: unknown } } })?.Client?.prototype?.query === 'function' &&
     typeof (loaded as { Pool?: unknown }).Pool === 'function',

@@ -15,6 +15,7 @@ const kHooked = Symbol('web-profiler.sqlite3');
  */
 export const sqlite3: DriverAdapter = {
   name: 'sqlite3',
+  panel: 'db',
   main: /[\\/]node_modules[\\/]sqlite3[\\/]lib[\\/]sqlite3\.js$/,
   matches: (loaded) => {
     const m = loaded as Record<string, unknown> | null;

@@ -20,6 +20,10 @@ import type { MailData } from '../collectors/mail.js';
 import { compareProfiles, differencesOf } from './compare.js';
 import { callReplayOf, menuOf, parentLinkOf, replayOf, toolbarSummary } from './profile-view.js';
 import { originOf } from '../recording/url.js';
+import { driverReport } from '../instruments/index.js';
+import { DRIVER_PANELS, type DriverPanel } from '../instruments/driver.js';
+
+const isDriverPanel = (id: string): id is DriverPanel => (DRIVER_PANELS as readonly string[]).includes(id);
 
 export interface PagesDeps {
   options: ResolvedOptions;
@@ -172,6 +176,9 @@ export function profilerPages(deps: PagesDeps) {
       error: profile.collectorErrors?.[panelId],
       routes,
       editorLink: options.editorLink,
+      // An empty panel of a library's kind says what this process follows and what it cannot; the configuration lists all.
+      coverage: data === undefined && isDriverPanel(panelId) ? driverReport(panelId) : undefined,
+      drivers: panelId === 'config' ? Object.fromEntries(DRIVER_PANELS.map((p) => [p, driverReport(p)])) : undefined,
     });
   }
 
