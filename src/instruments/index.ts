@@ -70,7 +70,8 @@ export function driverReport(panel: DriverPanel): { followed: DriverCopy[]; unfo
     if (adapter.panel !== panel) continue;
     if (followedCopies.has(adapter.name)) followed.push({ name: adapter.name, version: adapter.name === 'node:sqlite' ? `SQLite ${process.versions.sqlite}` : undefined });
     for (const file of Object.keys(requireCache)) {
-      const dir = packageDir(file, adapter.name);
+      // A copy is loaded when its main module is: the profiler itself may have read other files of it.
+      const dir = adapter.main.test(file) ? packageDir(file, adapter.name) : undefined;
       if (dir === undefined || seen.has(dir)) continue;
       seen.add(dir);
       const copy = { name: adapter.name, version: versionAt(dir) };
