@@ -221,6 +221,9 @@ describe('a NestJS 11 app compiled by tsc, with app.use(webProfiler()) in main.t
     expect(names('list')).toEqual(expect.arrayContaining(['route GET /articles', 'ArticlesController.findAll', 'interceptors TimingInterceptor']));
     expect(names('unauthorized')).toEqual(expect.arrayContaining(['ArticlesController.stats', 'guards TokenGuard']));
     expect(names('invalid')).toEqual(expect.arrayContaining(['ArticlesController.create', 'pipes ValidationPipe']));
+    // A request-scoped controller's route goes through another handler of Nest's.
+    expect(out.basket.status).toBe(200);
+    expect(names('basket')).toEqual(expect.arrayContaining(['BasketController.show']));
     // The interceptor's span lasts as long as the handler it wraps.
     const timeline = out.list.performance.timeline;
     const interceptor = timeline.find((s: any) => s.name === 'interceptors TimingInterceptor');

@@ -66,21 +66,29 @@ function hookExceptions(ExceptionsHandler: unknown): void {
   });
 }
 
-/** A route's handler is named as Nest's route table names it, `ArticlesController.findAll`, on the timeline and in the routing panel. */
+/**
+ * A route's handler is named as Nest's route table names it, `ArticlesController.findAll`, on the
+ * timeline and in the routing panel: the handler Nest makes for it (a request-scoped controller's
+ * is another), and the filters it may wrap that one in (host, version), which take its name.
+ */
 function hookRouteNames(RouterExplorer: unknown): void {
-  wrapOnce((RouterExplorer as Class | undefined)?.prototype, 'createCallbackProxy', (create) => function (this: unknown, ...args: unknown[]) {
-    const proxy = create.apply(this, args);
+  const proto = (RouterExplorer as Class | undefined)?.prototype;
+  const named = (make: (args: unknown[]) => string | undefined) => (create: Fn) => function (this: unknown, ...args: unknown[]) {
+    const handler = create.apply(this, args);
     try {
-      const [instance, , methodName] = args as [{ constructor?: { name?: string } } | undefined, unknown, unknown];
-      const controller = instance?.constructor?.name;
-      if (typeof proxy === 'function' && controller && typeof methodName === 'string') {
-        Object.defineProperty(proxy, 'name', { value: `${controller}.${methodName}`, configurable: true });
-      }
+      const name = make(args);
+      if (typeof handler === 'function' && name) Object.defineProperty(handler, 'name', { value: name, configurable: true });
     } catch {
       // Left as Nest named it.
     }
-    return proxy;
-  });
+    return handler;
+  };
+  const routeName = (controller: unknown, method: unknown) => (typeof controller === 'string' && controller && typeof method === 'string' ? `${controller}.${method}` : undefined);
+  const innerName = (handler: unknown) => (typeof handler === 'function' && handler.name.includes('.') ? handler.name : undefined);
+  wrapOnce(proto, 'createCallbackProxy', named(([instance, , method]) => routeName((instance as { constructor?: { name?: string } } | undefined)?.constructor?.name, method)));
+  wrapOnce(proto, 'createRequestScopedHandler', named(([wrapper, , , , method]) => routeName((wrapper as { metatype?: { name?: string }; name?: unknown } | undefined)?.metatype?.name ?? (wrapper as { name?: unknown } | undefined)?.name, method)));
+  wrapOnce(proto, 'applyHostFilter', named(([, handler]) => innerName(handler)));
+  wrapOnce(proto, 'applyVersionFilter', named(([, , handler]) => innerName(handler)));
 }
 
 const LEVELS: Record<string, LogLevel> = { log: 'info', error: 'error', warn: 'warn', debug: 'debug', verbose: 'debug', fatal: 'error' };
