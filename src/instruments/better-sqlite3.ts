@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { queryStarted, requestOf, unrecorded } from '../recording/inside.js';
-import { hasParams, iterated, paramsOf, preparing, ROWS, timed, type Method } from './sync-statements.js';
+import { hasParams, paramsOf, wrapBinding } from './sync-statements.js';
 import type { DriverAdapter, PlanRow } from './driver.js';
 
 interface Statement {
@@ -12,7 +12,6 @@ interface Statement {
 /** Connections of the profiler's own (its store): never recorded. */
 export const ownDatabases = new WeakSet<object>();
 
-const wrapped = Symbol('web-profiler.sqlite');
 
 /**
  * better-sqlite3 up to 12 aborts the process on Node 24.19 and later when a garbage collection
@@ -66,15 +65,7 @@ export const betterSqlite3: DriverAdapter = {
     const statementProto = Object.getPrototypeOf(statement) as Record<string | symbol, unknown>;
     probe.close();
     keptAlive.push(probe, statement);
-    if (statementProto[wrapped]) return;
-    statementProto[wrapped] = true;
-    statementProto.run = timed(statementProto.run as Method, begin, ROWS.run);
-    statementProto.get = timed(statementProto.get as Method, begin, ROWS.get);
-    statementProto.all = timed(statementProto.all as Method, begin, ROWS.all);
-    statementProto.iterate = iterated(statementProto.iterate as Method, begin);
-    const dbProto = DatabaseClass.prototype as unknown as Record<string, unknown>;
-    dbProto.prepare = preparing(dbProto.prepare as Method, beginSql);
-    dbProto.exec = timed(dbProto.exec as Method, beginSql, () => undefined);
+    wrapBinding(statementProto, DatabaseClass.prototype as never, begin, beginSql);
   },
   explain(connection, sql, params) {
     const db = connection as Database.Database;

@@ -1,7 +1,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { queryStarted, requestOf, unrecorded } from '../recording/inside.js';
 import type { DriverAdapter, PlanRow } from './driver.js';
-import { hasParams, iterated, paramsOf, preparing, ROWS, timed, type Method } from './sync-statements.js';
+import { hasParams, paramsOf, wrapBinding } from './sync-statements.js';
 
 type NodeSqlite = typeof import('node:sqlite');
 
@@ -28,8 +28,6 @@ export function nodeSqliteModule(): NodeSqlite | null {
   return loaded;
 }
 
-const wrapped = Symbol('web-profiler.node-sqlite');
-
 /** Each statement's database: node:sqlite's statements do not name theirs, and EXPLAIN runs there. */
 const databaseOf = new WeakMap<object, DatabaseSync>();
 
@@ -49,16 +47,7 @@ export const nodeSqlite: DriverAdapter = {
   matches: (loaded) => typeof (loaded as Partial<NodeSqlite> | null)?.DatabaseSync === 'function' && typeof (loaded as Partial<NodeSqlite>).StatementSync === 'function',
   hook(loaded) {
     const { DatabaseSync, StatementSync } = loaded as NodeSqlite;
-    const statementProto = StatementSync.prototype as unknown as Record<string | symbol, unknown>;
-    if (statementProto[wrapped]) return;
-    statementProto[wrapped] = true;
-    statementProto.run = timed(statementProto.run as Method, begin, ROWS.run);
-    statementProto.get = timed(statementProto.get as Method, begin, ROWS.get);
-    statementProto.all = timed(statementProto.all as Method, begin, ROWS.all);
-    statementProto.iterate = iterated(statementProto.iterate as Method, begin);
-    const dbProto = DatabaseSync.prototype as unknown as Record<string, unknown>;
-    dbProto.prepare = preparing(dbProto.prepare as Method, beginSql, (stmt, db) => databaseOf.set(stmt, db as DatabaseSync));
-    dbProto.exec = timed(dbProto.exec as Method, beginSql, () => undefined);
+    wrapBinding(StatementSync.prototype as never, DatabaseSync.prototype as never, begin, beginSql, (stmt, db) => databaseOf.set(stmt, db as DatabaseSync));
   },
   explain(connection, sql, params) {
     const db = connection as DatabaseSync;

@@ -14,13 +14,31 @@ export const paramsOf = (args: unknown[]): unknown => (args.length === 0 ? undef
 
 export const hasParams = (params: unknown) => params !== undefined && !(Array.isArray(params) && params.length === 0);
 
-export const ROWS = {
+const ROWS = {
   run: (info: unknown) => (info as { changes?: number | bigint })?.changes === undefined ? undefined : Number((info as { changes: number | bigint }).changes),
   get: (row: unknown) => (row === undefined ? 0 : 1),
   all: (rows: unknown) => (rows as unknown[]).length,
 };
 
-export function timed(original: Method, begin: Begin, rowsOf: (result: unknown) => number | undefined): Method {
+const wrapped = Symbol('web-profiler.sync-statements');
+
+/**
+ * Wraps a binding's statement and database prototypes, once: run/get/all/iterate of its
+ * statements, exec and prepare of its databases. `begin` opens a statement call's entry,
+ * `beginSql` a database call's (its SQL the first argument); `prepared` learns each statement.
+ */
+export function wrapBinding(statementProto: Record<string | symbol, unknown>, dbProto: Record<string | symbol, unknown>, begin: Begin, beginSql: Begin, prepared?: (stmt: object, db: object) => void): void {
+  if (statementProto[wrapped]) return;
+  statementProto[wrapped] = true;
+  statementProto.run = timed(statementProto.run as Method, begin, ROWS.run);
+  statementProto.get = timed(statementProto.get as Method, begin, ROWS.get);
+  statementProto.all = timed(statementProto.all as Method, begin, ROWS.all);
+  statementProto.iterate = iterated(statementProto.iterate as Method, begin);
+  dbProto.prepare = preparing(dbProto.prepare as Method, beginSql, prepared);
+  dbProto.exec = timed(dbProto.exec as Method, beginSql, () => undefined);
+}
+
+function timed(original: Method, begin: Begin, rowsOf: (result: unknown) => number | undefined): Method {
   return {
     [original.name](this: object, ...args: unknown[]) {
       const started = begin(this, args);
@@ -43,7 +61,7 @@ const IteratorClass = (globalThis as { Iterator?: abstract new () => object }).I
  * iterate(): the statement runs as the app pulls rows, so it ends when the iterator is done,
  * returned or fails. The iterator handed back has the helpers (map, toArray…) where the binding's has them.
  */
-export function iterated(original: Method, begin: Begin): Method {
+function iterated(original: Method, begin: Begin): Method {
   return function iterate(this: object, ...args: unknown[]) {
     const started = begin(this, args);
     if (started === undefined) return original.apply(this, args);
@@ -85,7 +103,7 @@ export function iterated(original: Method, begin: Begin): Method {
  * prepare(): a statement that cannot be prepared (a syntax error, a missing table) is a failed
  * query too; `prepared` learns each statement and its database.
  */
-export function preparing(original: Method, begin: Begin, prepared?: (stmt: object, db: object) => void): Method {
+function preparing(original: Method, begin: Begin, prepared?: (stmt: object, db: object) => void): Method {
   return function prepare(this: object, ...args: unknown[]) {
     let stmt: unknown;
     try {
