@@ -281,6 +281,8 @@ function loadHostileModules(): Record<string, unknown> {
     'config.js': strict, 'getters.js': getters, 'frozen.js': frozen,
     'node_modules/strict-config/index.js': strict, 'node_modules/getter-pkg/index.js': getters, 'node_modules/frozen-pkg/index.js': frozen,
   };
+  // An ES module namespace in the require cache, where Node requires ES modules (22.12 and later).
+  if (process.features.require_module) files['esm-config.mjs'] = 'export const PORT = 8000;\nexport default new Proxy({}, { get(_t, name) { throw new ReferenceError(`[envalid] Env var not found: ${String(name)}`); } });\n';
   const load = createRequire(path.join(root, 'app.js'));
   const loaded: Record<string, unknown> = {};
   for (const [name, text] of Object.entries(files)) {
