@@ -227,3 +227,44 @@ describe('debug pages without the profiler', () => {
     }
   });
 });
+
+describe('who sees the debug pages: those who may read the profiler', () => {
+  // Staging as the README sets it up: debug pages on, a key, no trusted loopback.
+  let app: Running;
+  let token: string | null = null;
+  const KEY = 'staging-key-0123456789';
+  beforeAll(async () => {
+    const built = buildApp({ debug: true, secret: KEY, trustLocal: false });
+    app = await listen(built.app);
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  const ask = async (path: string, accept: string, key?: string) => {
+    const res = await fetch(`${app.url}${path}`, { headers: { accept, ...(key ? { 'x-profiler-secret': key } : {}) } });
+    token = res.headers.get('x-debug-token');
+    return { status: res.status, headers: res.headers, body: await res.text() };
+  };
+
+  it.each([['text/html'], ['application/json'], ['text/plain']])('a stranger\'s 500 and 404 (%s) are the status and its title, and the token: no frame, code, path or log line', async (accept) => {
+    for (const [path, status, title] of [['/throws', 500, 'Internal Server Error'], ['/nowhere', 404, 'Not Found']] as const) {
+      const { status: got, headers, body } = await ask(path, accept);
+      expect(got).toBe(status);
+      expect(body).toContain(title);
+      expect(body).toContain(token!);
+      for (const leak of ['Thrown in a handler', 'No route found', 'error-pages.test.ts', '/work/', 'about to throw', 'it will go badly']) expect(body, `${path} ${leak}`).not.toContain(leak);
+      expect(headers.get('x-debug-exception')).toBeNull();
+      expect(headers.get('x-debug-exception-file')).toBeNull();
+    }
+  });
+
+  it('the holder of the key gets the whole page: message, frames with code, the log', async () => {
+    const page = await ask('/throws', 'text/html', KEY);
+    expect(page.status).toBe(500);
+    for (const shown of ['Thrown in a handler', 'error-pages.test.ts', 'about to throw', 'throw new Error']) expect(page.body).toContain(shown);
+    expect(page.headers.get('x-debug-exception')).toBe('Thrown%20in%20a%20handler');
+    const missing = await ask('/nowhere', 'text/plain', KEY);
+    expect(missing.body).toContain('No route found for "GET http://127.0.0.1:');
+  });
+});

@@ -11,6 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { describeException, statusOf, type ExceptionData } from '../errors/describe.js';
 import { redactException } from '../redaction/record.js';
 import { HttpError } from '../errors/http-error.js';
+import { checkAccess } from './access.js';
 
 type Format = 'html' | 'json' | 'text';
 
@@ -32,21 +33,35 @@ export function errorHandler(options: ResolvedOptions): ErrorRequestHandler {
     // Too late for a page: Express's own handler closes the connection.
     if (res.headersSent) return next(err);
     const status = statusOf(err);
+    const started = performance.now();
+    const answer = (mayRead: boolean) => {
+      try {
+        if (!res.headersSent) respond(err, status, req, res, ctx, options, started, mayRead);
+      } catch (renderError) {
+        options.onError(`the error page failed to render: ${(renderError as Error).message}`);
+        fallback(res, status);
+      }
+    };
+    if (!options.debug) return answer(false);
+    // The page's diagnostics (frames, code, paths, the log) are for those who may read the
+    // profiler: the key, trustLocal's local client, authorize(). Anyone else gets a plain answer.
+    let verdict: ReturnType<typeof checkAccess>;
     try {
-      respond(err, status, req, res, ctx, options, performance.now());
-    } catch (renderError) {
-      options.onError(`the error page failed to render: ${(renderError as Error).message}`);
-      fallback(res, status);
+      verdict = checkAccess(req, options);
+    } catch {
+      return answer(false);
     }
+    if (verdict instanceof Promise) verdict.then((v) => answer(v.ok), () => answer(false));
+    else answer(verdict.ok);
   };
 }
 
-function respond(err: unknown, status: number, req: Request, res: Response, ctx: RequestContext | undefined, options: ResolvedOptions, started: number): void {
+function respond(err: unknown, status: number, req: Request, res: Response, ctx: RequestContext | undefined, options: ResolvedOptions, started: number, mayRead: boolean): void {
   const format = preferredFormat(req);
   res.statusCode = status;
   res.setHeader('Vary', 'Accept');
   if (err instanceof HttpError) for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
-  if (!options.debug) return sendProduction(res, status, format);
+  if (!options.debug) return sendPlain(res, status, format);
 
   const described = describeException(err, { excerpts: true });
   if (ctx && ctx.error === err) ctx.described = { error: err, data: described };
@@ -55,6 +70,8 @@ function respond(err: unknown, status: number, req: Request, res: Response, ctx:
   const exception = redactException(described, options.redactKeys);
   const first = exception.chain[0];
   if (ctx) addLine(ctx, status >= 500 ? 'error' : 'warn', `Uncaught ${first.class}: "${first.message}"`, undefined, 'app');
+  // The profile has it all; the client, only what may be shown to it.
+  if (!mayRead) return sendPlain(res, status, format, ctx?.token);
   res.setHeader('X-Debug-Exception', headerText(first.message));
   const where = first.frames.find((f) => f.kind === 'app') ?? first.frames[0];
   if (where) res.setHeader('X-Debug-Exception-File', `${headerText(where.file)}:${where.line}`);
@@ -96,17 +113,22 @@ function respond(err: unknown, status: number, req: Request, res: Response, ctx:
   }, timing);
 }
 
-function sendProduction(res: Response, status: number, format: Format): void {
+/**
+ * The status and its standard title, as negotiated: what production answers, and what a client
+ * that may not read the profiler gets in debug mode, with the profile's token (which opens nothing
+ * without access), for whoever may.
+ */
+function sendPlain(res: Response, status: number, format: Format, token?: string): void {
   const text = STATUS_CODES[status] ?? 'Error';
   if (format === 'json') {
     res.setHeader('Content-Type', 'application/problem+json; charset=utf-8');
-    res.end(JSON.stringify({ type: 'about:blank', title: text, status }));
+    res.end(JSON.stringify({ type: 'about:blank', title: text, status, ...(token ? { token } : {}) }));
   } else if (format === 'text') {
     res.setHeader('Content-Type', 'text/plain; charset=utf-8');
-    res.end(`${status} ${text}\n`);
+    res.end(`${status} ${text}\n${token ? `Profile: ${token}\n` : ''}`);
   } else {
     res.setHeader('Content-Type', 'text/html; charset=utf-8');
-    res.end(render('errors/production', { status, text }));
+    res.end(render('errors/production', { status, text, token }));
   }
 }
 
