@@ -30,6 +30,8 @@ const env = {
   ...(nodedir() ? { npm_config_nodedir: nodedir() } : {}),
 };
 
+const npmRegistry = (): string => execFileSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8' }).trim();
+
 function nodedir(): string {
   return process.env.npm_config_nodedir || execFileSync('npm', ['config', 'get', 'nodedir'], { encoding: 'utf8' }).trim().replace(/^undefined$/, '');
 }
@@ -49,7 +51,8 @@ async function served(dir: string) {
 
 const managers: [string, (dir: string) => Promise<unknown>][] = [
   ['npm', (dir) => run('npm', ['install', '--no-audit', '--no-fund', tarball], { cwd: dir, env, timeout: 600_000 })],
-  ['yarn', (dir) => run(process.execPath, [path.resolve('node_modules/yarn/bin/yarn.js'), 'add', '--non-interactive', '--no-progress', `file:${tarball}`], { cwd: dir, env, timeout: 600_000 })],
+  // From the registry npm is set to use, whichever yarn would default to.
+  ['yarn', (dir) => run(process.execPath, [path.resolve('node_modules/yarn/bin/yarn.js'), 'add', '--non-interactive', '--no-progress', '--registry', npmRegistry(), `file:${tarball}`], { cwd: dir, env, timeout: 600_000 })],
   ['pnpm', (dir) => run(process.execPath, [path.resolve('node_modules/pnpm/bin/pnpm.cjs'), 'add', tarball], { cwd: dir, env, timeout: 600_000 })],
 ];
 
