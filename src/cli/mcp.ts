@@ -34,7 +34,8 @@ function cutText(value: unknown, max: number): unknown {
   if (Array.isArray(value)) return value.map((v) => cutText(v, max));
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [key, v] of Object.entries(value)) setOwn(out, key, cutText(v, max));
+    // A key is recorded text too (a header's name, a JSON body's field): cut as values are.
+    for (const [key, v] of Object.entries(value)) setOwn(out, cutText(key, max) as string, cutText(v, max));
     return out;
   }
   return value;
