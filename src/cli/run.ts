@@ -103,6 +103,14 @@ export function run(argv: string[], io: Io, env: NodeJS.ProcessEnv = process.env
 
 type Values = { limit?: string; json?: boolean; 'older-than'?: string; all?: boolean; cpu?: boolean };
 
+/**
+ * Recorded text as a terminal shows it: control characters (escape sequences that set the
+ * clipboard or the title, clear the screen, or a newline that forges a line) spelled out, never
+ * sent. What a client sent is data on the screen, as on the pages.
+ */
+const shown = (value: unknown): string =>
+  String(value ?? '').replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
 async function runCommand(store: ProfileReader, command: string, arg: string | undefined, values: Values, io: Io): Promise<number> {
   switch (command) {
     case 'list': {
@@ -114,7 +122,7 @@ async function runCommand(store: ProfileReader, command: string, arg: string | u
       const rows = await store.find({ limit });
       if (values.json) io.out(JSON.stringify(rows, null, 2));
       else if (rows.length === 0) io.out('no profiles');
-      else for (const r of rows) io.out(`${r.token}  ${outcome(r).padEnd(3)}  ${r.method.padEnd(6)} ${new Date(r.time).toISOString()}  ${`${r.duration.toFixed(1)}ms`.padStart(9)}  ${r.url}${store.shared && r.instance ? `  (${r.instance})` : ''}`);
+      else for (const r of rows) io.out(`${r.token}  ${outcome(r).padEnd(3)}  ${shown(r.method).padEnd(6)} ${new Date(r.time).toISOString()}  ${`${r.duration.toFixed(1)}ms`.padStart(9)}  ${shown(r.url)}${store.shared && r.instance ? `  (${shown(r.instance)})` : ''}`);
       return 0;
     }
     case 'show': {
@@ -131,26 +139,26 @@ async function runCommand(store: ProfileReader, command: string, arg: string | u
         io.out(JSON.stringify(profile, null, 2));
         return 0;
       }
-      io.out(`${profile.token}  ${profile.method} ${profile.url}`);
-      io.out(`${profile.type === 'command' ? `exit code ${profile.status}` : `status ${profile.status}`}, ${profile.duration} ms${profile.ip ? `, ${profile.ip}` : ''}, ${new Date(profile.time).toISOString()}${profile.instance ? `, served by ${profile.instance}` : ''}`);
+      io.out(`${profile.token}  ${shown(profile.method)} ${shown(profile.url)}`);
+      io.out(`${profile.type === 'command' ? `exit code ${profile.status}` : `status ${profile.status}`}, ${profile.duration} ms${profile.ip ? `, ${shown(profile.ip)}` : ''}, ${new Date(profile.time).toISOString()}${profile.instance ? `, served by ${shown(profile.instance)}` : ''}`);
       const c = profile.collectors as Record<string, any>;
-      if (c.routing?.route) io.out(`route ${c.routing.route}`);
+      if (c.routing?.route) io.out(`route ${shown(c.routing.route)}`);
       for (const [i, e] of (c.exception?.chain ?? []).entries()) {
-        io.out(`${i === 0 ? '\nexception' : 'caused by'}: ${e.class}: ${e.message}`);
+        io.out(`${i === 0 ? '\nexception' : 'caused by'}: ${shown(e.class)}: ${shown(e.message)}`);
         const where = e.frames.find((f: { kind: string }) => f.kind === 'app') ?? e.frames[0];
-        if (where) io.out(`    at ${where.fn} (${where.file}:${where.line})`);
+        if (where) io.out(`    at ${shown(where.fn)} (${shown(where.file)}:${where.line})`);
       }
       if (values.cpu) {
         const cpu = c.cpu as { busy?: boolean; samples?: number; duration?: number; functions?: { name: string; file: string; line: number; self: number; total: number }[] } | undefined;
         if (!cpu?.functions) io.out(cpu?.busy ? '\ncpu: not profiled (another request was)' : '\ncpu: no CPU profile (ask with the header X-Debug-Profile: cpu)');
         else {
           io.out(`\ncpu: ${cpu.samples} samples over ${cpu.duration} ms; top functions by self time:`);
-          for (const f of cpu.functions.slice(0, 15)) io.out(`  ${`${f.self.toFixed(1)}ms`.padStart(9)} ${`${f.total.toFixed(1)}ms`.padStart(9)}  ${f.name}${f.file ? `  ${f.file}:${f.line}` : ''}`);
+          for (const f of cpu.functions.slice(0, 15)) io.out(`  ${`${f.self.toFixed(1)}ms`.padStart(9)} ${`${f.total.toFixed(1)}ms`.padStart(9)}  ${shown(f.name)}${f.file ? `  ${shown(f.file)}:${f.line}` : ''}`);
         }
       }
       const lines = c.logs?.lines ?? [];
       if (lines.length) io.out('\nlog:');
-      for (const l of lines) io.out(`  ${new Date(l.time).toISOString().slice(11, 23)} ${l.level.toUpperCase().padEnd(5)} ${l.message}`);
+      for (const l of lines) io.out(`  ${new Date(l.time).toISOString().slice(11, 23)} ${shown(l.level).toUpperCase().padEnd(5)} ${shown(l.message)}`);
       return 0;
     }
     case 'purge': {
@@ -217,7 +225,7 @@ async function tail(store: ProfileReader, io: Io, json: boolean, stop: AbortSign
             continue;
           }
           const status = io.tty ? `\x1b[${colourOf(p)}m${outcome(p)}\x1b[0m` : outcome(p);
-          io.out(`${new Date(p.time).toISOString().slice(11, 19)}  ${status}  ${p.method.padEnd(6)} ${`${p.duration.toFixed(1)}ms`.padStart(9)}  ${p.token}  ${p.url}`);
+          io.out(`${new Date(p.time).toISOString().slice(11, 19)}  ${status}  ${shown(p.method).padEnd(6)} ${`${p.duration.toFixed(1)}ms`.padStart(9)}  ${p.token}  ${shown(p.url)}`);
         }
       } catch (err) {
         io.err(`cannot read ${store.location}: ${(err as Error).message}`);
