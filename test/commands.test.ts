@@ -1,4 +1,5 @@
 import Database from './fixtures/better-sqlite3.cjs';
+import { readFileSync } from 'node:fs';
 import { Queue } from 'bullmq';
 import express from 'express';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -148,9 +149,12 @@ describe('profiler.run', () => {
   });
 });
 
+/** The shapes secrets take on command lines, each with a value found nowhere else. */
+const SECRET_ARGS = ['-p', 'mysql-pw-1', '-pattached-pw-2', '-u', 'ada:curl-pw-3', '--token', '-dash-pw-4', '--db', 'postgres://ada:url-pw-5@localhost/books'];
+
 describe('scripts run with the register hook', () => {
   const run = (loader: '--require' | '--import', how: string, database: string) =>
-    spawnSync(process.execPath, [loader, 'express-web-profiler/register', fixture('script.cjs'), how, '--password', 'hunter2', '--month=11'], {
+    spawnSync(process.execPath, [loader, 'express-web-profiler/register', fixture('script.cjs'), how, '--password', 'hunter2', '--month=11', ...SECRET_ARGS], {
       cwd: root,
       env: { ...process.env, WEB_PROFILER_DB: database },
       encoding: 'utf8',
@@ -167,7 +171,12 @@ describe('scripts run with the register hook', () => {
     const [profile, ...others] = readRows(database);
     expect(others).toEqual([]);
     expect(profile).toMatchObject({ type: 'command', method: 'SCRIPT', url: 'test/fixtures/commands/script.cjs', status: 1 });
-    expect(profile.collectors.command).toMatchObject({ kind: 'script', exitCode: 1, argv: ['exit1', '--password', '[redacted]', '--month=11'] });
+    expect(profile.collectors.command).toMatchObject({ kind: 'script', exitCode: 1, argv: [
+      'exit1', '--password', '[redacted]', '--month=11',
+      '-p', '[redacted]', '-p[redacted]', '-u', 'ada:[redacted]', '--token', '[redacted]', '--db', 'postgres://ada:[redacted]@localhost/books',
+    ] });
+    const stored = readFileSync(database).toString('latin1');
+    for (const secret of ['hunter2', 'mysql-pw-1', 'attached-pw-2', 'curl-pw-3', 'dash-pw-4', 'url-pw-5']) expect(stored, secret).not.toContain(secret);
     expect(profile.collectors.db.queries.map((q: { sql: string }) => q.sql)).toEqual([
       'CREATE TABLE invoices (id INTEGER PRIMARY KEY, total INTEGER)',
       'INSERT INTO invoices (total) VALUES (?)',

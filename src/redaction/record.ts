@@ -214,13 +214,26 @@ function redactCommandState(command: CommandState, keys: string[]): CommandState
   };
 }
 
-/** Arguments with secrets taken out: `--password=x` and `token=x` in place, and the value after a `--password` alone. */
+/**
+ * Arguments with secrets taken out: `--password=x` and `token=x` in place; the value after a
+ * `--password` alone, whatever it starts with; the password of the short flags tools give one
+ * (`-p secret` and `-psecret` as mysql takes them, `-u user:password` as curl does); a URL's
+ * password (`--db postgres://user:password@host`).
+ */
 function redactArgv(argv: string[], keys: string[]): string[] {
   return argv.map((arg, i) => {
-    const flag = /^--?([\w.-]+)$/.exec(argv[i - 1] ?? '');
-    return flag !== null && isSecretKey(flag[1], keys) && !arg.startsWith('-') ? REDACTED : redactText(arg, keys);
+    const before = argv[i - 1] ?? '';
+    const flag = /^--?([\w.-]+)$/.exec(before);
+    if (flag !== null && flag[1].length > 1 && isSecretKey(flag[1], keys)) return REDACTED;
+    if (before === '-p' && !arg.startsWith('-')) return REDACTED;
+    if (before === '-u' && arg.includes(':')) return `${arg.slice(0, arg.indexOf(':'))}:${REDACTED}`;
+    if (/^-p[^-]/.test(arg)) return `-p${REDACTED}`;
+    return redactText(arg.replace(URL_PASSWORD, `$1:${REDACTED}@`), keys);
   });
 }
+
+/** The password of a URL's user (`scheme://user:password@host`). */
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s/:@]*):[^\s/@]*@/gi;
 
 /** A body as a record keeps it: its content type left out when it is its message's, `truncated` only when true. */
 function stored(body: BodyData, contentType: string | undefined): BodyData {
