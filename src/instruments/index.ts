@@ -63,30 +63,24 @@ export interface DriverCopy {
  * shown, never on a request's way.
  */
 export function driverReport(panel: DriverPanel): { followed: DriverCopy[]; unfollowed: DriverCopy[] } {
-  const followed: DriverCopy[] = [];
+  const adapters = drivers.filter((adapter) => adapter.panel === panel);
+  const unknown = UNFOLLOWED.filter(([, kind]) => kind === panel).map(([name]) => name);
+  const followed: DriverCopy[] = adapters.filter((a) => followedCopies.has(a.name)).map((a) => ({ name: a.name, version: a.name === 'node:sqlite' ? `SQLite ${process.versions.sqlite}` : undefined }));
   const unfollowed: DriverCopy[] = [];
   const seen = new Set<string>();
-  for (const adapter of drivers) {
-    if (adapter.panel !== panel) continue;
-    if (followedCopies.has(adapter.name)) followed.push({ name: adapter.name, version: adapter.name === 'node:sqlite' ? `SQLite ${process.versions.sqlite}` : undefined });
-    for (const file of Object.keys(requireCache)) {
-      // A copy is loaded when its main module is: the profiler itself may have read other files of it.
-      const dir = adapter.main.test(file) ? packageDir(file, adapter.name) : undefined;
-      if (dir === undefined || seen.has(dir)) continue;
-      seen.add(dir);
-      const copy = { name: adapter.name, version: versionAt(dir) };
-      if (followedCopies.has(dir)) followed.push(copy);
-      else unfollowed.push({ ...copy, why: 'loaded, but not in a shape the profiler knows (a version it does not support, or a copy it has not met yet: instrument() hands one over)' });
+  const add = (name: string, dir: string | undefined, why: string | undefined) => {
+    if (dir === undefined || seen.has(dir)) return;
+    seen.add(dir);
+    (why === undefined ? followed : unfollowed).push({ name, version: versionAt(dir), ...(why === undefined ? {} : { why }) });
+  };
+  for (const file of Object.keys(requireCache)) {
+    // A copy of a known package is loaded when its main module is: the profiler itself may have read other files of it.
+    for (const adapter of adapters) {
+      if (!adapter.main.test(file)) continue;
+      const dir = packageDir(file, adapter.name);
+      add(adapter.name, dir, dir !== undefined && followedCopies.has(dir) ? undefined : 'loaded, but not in a shape the profiler knows (a version it does not support, or a copy it has not met yet: instrument() hands one over)');
     }
-  }
-  for (const [name, kind] of UNFOLLOWED) {
-    if (kind !== panel) continue;
-    for (const file of Object.keys(requireCache)) {
-      const dir = packageDir(file, name);
-      if (dir === undefined || seen.has(dir)) continue;
-      seen.add(dir);
-      unfollowed.push({ name, version: versionAt(dir), why: 'no adapter: its work is not recorded (its OpenTelemetry spans are, through spanProcessor())' });
-    }
+    for (const name of unknown) add(name, packageDir(file, name), 'no adapter: its work is not recorded (its OpenTelemetry spans are, through spanProcessor())');
   }
   return { followed, unfollowed };
 }

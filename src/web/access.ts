@@ -116,7 +116,7 @@ function cookieValue(header: string | undefined, name: string): string | undefin
 }
 
 /** Where a key carried on to the app's other host names sends the browser back to (see nextStop). */
-export const RETURN_QUERY = '_profiler_back';
+const RETURN_QUERY = '_profiler_back';
 
 /**
  * A secret given once in the query becomes a cookie, and the browser is sent on to the same
