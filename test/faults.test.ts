@@ -20,7 +20,13 @@ afterEach(async () => {
 
 async function app(database: string) {
   const errors: string[] = [];
-  const profiler = webProfiler({ database, flushInterval: 10, onError: (m) => errors.push(m) });
+  const waiting: { pattern: RegExp; resolve: () => void }[] = [];
+  /** Resolves when the profiler tells a message that matches (the test's timeout is the ceiling). */
+  const told = (pattern: RegExp) => new Promise<void>((resolve) => (errors.some((m) => pattern.test(m)) ? resolve() : waiting.push({ pattern, resolve })));
+  const profiler = webProfiler({ database, flushInterval: 10, onError: (m) => {
+    errors.push(m);
+    for (const w of waiting.filter((w) => w.pattern.test(m))) w.resolve();
+  } });
   const e = express();
   e.use(profiler);
   e.get('/hello', (_req, res) => res.send('hello'));
@@ -35,7 +41,7 @@ async function app(database: string) {
     expect(await res.text()).toBe('hello');
     return { token: res.headers.get('x-debug-token')!, ms: performance.now() - started };
   };
-  return { profiler, errors, hit };
+  return { profiler, errors, hit, told };
 }
 
 const storedTokens = (file: string) => new Set(readRows(file).map((r) => r.token));
@@ -90,7 +96,7 @@ describe('storage faults: the app keeps answering, the profiler says so once and
 
   it('another process holding the write lock for 5 s: requests stay fast, profiles wait and land', async () => {
     const db = tempDb();
-    const { profiler, errors, hit } = await app(db);
+    const { profiler, errors, hit, told } = await app(db);
     // The same requests with the store free, on this machine as loaded as it is now.
     const free: number[] = [];
     for (let i = 0; i < 10; i++) free.push((await hit()).ms);
@@ -112,7 +118,7 @@ describe('storage faults: the app keeps answering, the profiler says so once and
     expect(Math.max(...during.map((d) => d.ms))).toBeLessThan(Math.max(...free) + 2500);
     expect(errors.filter((m) => m.includes('locked by another process'))).toHaveLength(1);
     // The waiting profiles land once the lock is gone: the store says so when it has written them.
-    for (const started = Date.now(); !/writable again/.test(errors.at(-1) ?? '') && Date.now() - started < 30_000;) await new Promise((r) => setTimeout(r, 50));
+    await told(/writable again/);
     profiler.flush();
     const stored = storedTokens(db);
     for (const d of during) expect(stored.has(d.token), d.token).toBe(true);
