@@ -7,7 +7,7 @@ import { Eta } from 'eta';
 import hbs from 'hbs';
 import { request as httpRequest } from 'node:http';
 import path from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, afterEach, describe, expect, it } from 'vitest';
 import { webProfiler, type WebProfiler } from '../src/index.js';
 import { listen, readRows, tempDb, tempDir, type Running } from './helpers.js';
 
@@ -187,30 +187,52 @@ describe('headers', () => {
   });
 });
 
-describe('stack traces keep every frame they had bare', () => {
-  /** An error thrown under twelve middlewares that each call next() at once: deep enough for V8's ten frames. */
-  function deep(lib: typeof express, profiler?: WebProfiler) {
+describe('stack traces read as bare: every frame, in the router\'s files', () => {
+  /**
+   * Errors thrown under twelve middlewares that each call next() at once, in a route of the app, of
+   * a Router and of a sub-app: the frames of the app and of its router, thirty deep, are those it
+   * has bare. Without its own error handler, Express's final handler prints the stack (development).
+   */
+  function deep(lib: typeof express, profiler: WebProfiler | undefined, ownHandler: boolean) {
     const app = lib();
+    app.set('env', 'development');
     if (profiler) app.use(profiler);
     for (let i = 0; i < 12; i++) app.use(function passOn(_req, _res, next) { next(); });
-    app.get('/deep', function failDeep() {
+    function failDeep(): never {
       throw new Error('deep');
-    });
-    app.use((err: Error, _req: Request, res: Response, _next: NextFunction) => res.type('text').send(err.stack));
+    }
+    app.get('/deep', failDeep);
+    const router = lib.Router();
+    router.get('/deep', failDeep);
+    app.use('/router', router);
+    const sub = lib();
+    sub.get('/deep', failDeep);
+    app.use('/sub', sub);
+    if (ownHandler) app.use((err: Error, _req: Request, res: Response, _next: NextFunction) => res.type('text').send(err.stack));
     return app;
   }
-  const appFrames = (stack: string) => stack.split('\n').filter((l) => l.includes('transparency.test.ts'));
+  const stackTraceLimit = Error.stackTraceLimit;
+  beforeAll(() => {
+    Error.stackTraceLimit = 30;
+  });
+  afterAll(() => {
+    Error.stackTraceLimit = stackTraceLimit;
+  });
 
   for (const [name, lib] of [['Express 5', express], ['Express 4', express4 as unknown as typeof express]] as const) {
-    it(name, async () => {
-      const bare = await listen(deep(lib));
-      const recorded = await listen(deep(lib, webProfiler({ database: tempDb(), onError: () => {} })));
+    it.each([true, false])(`${name} (own error handler: %s)`, async (ownHandler) => {
+      const bare = await listen(deep(lib, undefined, ownHandler));
+      const recorded = await listen(deep(lib, webProfiler({ database: tempDb(), onError: () => {} }), ownHandler));
       running.push(bare, recorded);
-      const a = (await send(bare.url, 'GET', '/deep')).body.toString();
-      const b = (await send(recorded.url, 'GET', '/deep')).body.toString();
-      expect(appFrames(a).length).toBeGreaterThanOrEqual(2);
-      expect(appFrames(b)).toEqual(appFrames(a));
-      expect(b.split('\n').length).toBe(a.split('\n').length);
+      // A router's first request decides its hook (see hookLoadedRouters), in any app of the process: that one has a frame of the profiler's.
+      for (const server of [bare, recorded]) for (const path of ['/router/deep', '/sub/deep']) await send(server.url, 'GET', path);
+      for (const path of ['/deep', '/router/deep', '/sub/deep']) {
+        const a = (await send(bare.url, 'GET', path)).body.toString();
+        const b = (await send(recorded.url, 'GET', path)).body.toString();
+        expect(a, path).toContain('failDeep');
+        expect(a.split(ownHandler ? '\n' : '<br>').length, path).toBeGreaterThan(20);
+        expect(b.replace(TOOLBAR, ''), path).toBe(a);
+      }
     });
   }
 });

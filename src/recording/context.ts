@@ -80,6 +80,8 @@ export interface RequestContext extends WorkContext {
   routeLayers: unknown[] | undefined;
   /** The nested routers the request went into (a sub-app's, a Router's) and the base URL each had, in turn: where notFound looks for the methods a path has. */
   routers: unknown[] | undefined;
+  /** The app whose layers ran last (req.app): a change is a sub-app entered or left. */
+  app: unknown;
   params: unknown;
   /** The toolbar has been put in the body. */
   toolbar: boolean;
@@ -134,9 +136,19 @@ export const contextOf = (res: unknown): RequestContext | undefined =>
 const requestStore = new AsyncLocalStorage<WorkContext>();
 let running: RequestContext | undefined;
 
-/** A recorded request starts: runs `next` in its async context. */
+/**
+ * A recorded request starts: runs `next` in its async context. What run() does, written out: its
+ * frames (run, and this function's) would take the place of two of the app's own in every stack
+ * V8 cuts at ten frames; this one is inlined into the recorder's.
+ */
 export function requestStarted(ctx: RequestContext, next: () => void): void {
-  requestStore.run(ctx, next);
+  const outer = requestStore.getStore();
+  requestStore.enterWith(ctx);
+  try {
+    next();
+  } finally {
+    requestStore.enterWith(outer as WorkContext);
+  }
 }
 
 /** A router layer of ctx's starts running: returns the request it interrupts, for leave(). */

@@ -1,6 +1,8 @@
 import dc from 'node:diagnostics_channel';
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
+import path from 'node:path';
+import vm from 'node:vm';
 import { contextOf, enter, leave, type RequestContext, type Span } from './context.js';
 import { ranFor } from './loop.js';
 
@@ -49,13 +51,20 @@ const isPromise = (value: unknown): value is PromiseLike<unknown> =>
  * replaced, once, by functions that do exactly what the router's own do (checked against their
  * source) plus one push of the layer and the time it was entered. Replaced, not wrapped: a wrapper
  * would add a frame to every stack for every layer, and with V8's limit of 10 frames the app's own
- * frames would fall off its traces. The layer's synchronous code runs as its request's
- * (enter/leave), for the exported logger; errors thrown or rejected there are noted for the profile.
+ * frames would fall off its traces. The replacement is compiled under the router's file name, with
+ * its call of the handler at the very line and column of the router's own (placed), so the frame
+ * it leaves in a stack reads as the router's: an app that prints its stacks (Express's own error
+ * page in development) answers byte for byte as bare. The layer's synchronous code runs as its
+ * request's (enter/leave), for the exported logger; errors thrown or rejected there are noted for
+ * the profile.
  */
 export function hookLayers(app: unknown): void {
   hookDone(app);
   const first = routerStack(app)?.[0];
-  const proto = first && (Object.getPrototypeOf(first) as Record<string, unknown> | null);
+  if (first) hookLayerClass(Object.getPrototypeOf(first) as Record<string, unknown> | null);
+}
+
+function hookLayerClass(proto: Record<string, unknown> | null): void {
   if (!proto || hooked.has(proto)) return;
   hooked.add(proto);
   const modern = typeof proto.handleRequest === 'function';
@@ -68,67 +77,129 @@ export function hookLayers(app: unknown): void {
     : /fn\.length > 3/.test(String(originalRequest)) && /fn\(req, res, next\)/.test(String(originalRequest)) && /fn\(error, req, res, next\)/.test(String(originalError));
   // A router this code does not know keeps its own methods, wrapped: one frame more per layer, but its behaviour.
   const traced = modern && /shouldTrace/.test(String(originalRequest)) ? routerTraced : () => !known;
+  const helpers: LayerHelpers = { contextOf, noteError, begin, end, traced, settle: modern && known ? settlePromise : () => {}, viaOriginal, now: () => performance.now() };
+  proto[request] = (known && placed(originalRequest, proto, false, helpers)) || wrapped(originalRequest, false);
+  proto[error] = (known && placed(originalError, proto, true, helpers)) || wrapped(originalError, true);
+}
 
-  const settle = modern && known ? settlePromise : () => {};
+interface LayerHelpers {
+  contextOf: typeof contextOf;
+  noteError: typeof noteError;
+  begin: typeof begin;
+  end: typeof end;
+  traced: () => boolean;
+  settle: (ret: unknown, next: Next, ctx: RequestContext | undefined) => void;
+  viaOriginal: typeof viaOriginal;
+  now: () => number;
+}
 
-  proto[request] = {
-    [request](this: RouterLayer, req: unknown, res: unknown, next: Next) {
-      const fn = this.handle;
-      if (fn.length > 3) return next();
-      const ctx = contextOf(res);
-      if (traced()) return viaOriginal(originalRequest, this, ctx, [req, res, next]);
-      let outer: RequestContext | undefined;
-      let now = 0;
-      if (ctx !== undefined) {
-        if (Object.getPrototypeOf(res) !== ctx.proto) ctx.recorder.adopt(req, res, ctx);
-        now = performance.now();
-        ctx.trail.push(this, now - ctx.start);
-        entered(ctx, this, req as { baseUrl?: string; params?: unknown });
-        outer = enter(ctx);
-      }
-      // The handler is called from here, as the router's own method calls it: no frame in between.
-      try {
-        settle(fn(req, res, next), next, ctx);
-      } catch (err) {
-        if (ctx !== undefined) noteError(ctx, err);
-        next(err);
-      } finally {
-        if (ctx !== undefined) {
-          leave(outer);
-          // The request's synchronous run began in its outermost layer: timed whole, to find what held the loop.
-          if (outer !== ctx) ranFor(ctx, now);
-        }
-      }
+/** A layer entered: its place on the trail, the route it may be, and the request's context made current. */
+function begin(ctx: RequestContext, layer: RouterLayer, req: unknown, res: unknown, now: number, handlesError: boolean): RequestContext | undefined {
+  if (Object.getPrototypeOf(res) !== ctx.proto) ctx.recorder.adopt(req, res, ctx);
+  ctx.trail.push(layer, now - ctx.start);
+  if (!handlesError) entered(ctx, layer, req as { baseUrl?: string; params?: unknown });
+  return enter(ctx);
+}
+
+function end(ctx: RequestContext, outer: RequestContext | undefined, now: number): void {
+  leave(outer);
+  // The request's synchronous run began in its outermost layer: timed whole, to find what held the loop.
+  if (outer !== ctx) ranFor(ctx, now);
+}
+
+/**
+ * The router's method, as source: the router's own steps, the hook's around them. `fn(` stands
+ * alone on its line, after `pad`, so that it can be put at the router's line and column.
+ */
+function layerSource(name: string, handlesError: boolean, pad: string): string[] {
+  const args = handlesError ? 'err, req, res, next' : 'req, res, next';
+  return [
+    '(function (h, original) {',
+    `return function ${name}(${args}) {`,
+    '  const fn = this.handle;',
+    '  const ctx = h.contextOf(res);',
+    handlesError ? '  if (ctx !== undefined && err) h.noteError(ctx, err);\n  if (fn.length !== 4) return next(err);' : '  if (fn.length > 3) return next();',
+    `  if (h.traced()) return h.viaOriginal(original, this, ctx, [${args}]);`,
+    '  let outer, now = 0;',
+    `  if (ctx !== undefined) outer = h.begin(ctx, this, req, res, (now = h.now()), ${handlesError});`,
+    '  try {',
+    '    h.settle(',
+    `${pad}fn(${args}), next, ctx);`,
+    '  } catch (thrown) {',
+    '    if (ctx !== undefined) h.noteError(ctx, thrown);',
+    '    next(thrown);',
+    '  } finally {',
+    '    if (ctx !== undefined) h.end(ctx, outer, now);',
+    '  }',
+    '};',
+    '})',
+  ].join('\n').split('\n');
+}
+
+/** The router's method replaced, placed where its own calls the handler; undefined where that place cannot be found. */
+function placed(original: Handler, proto: object, handlesError: boolean, helpers: LayerHelpers): Handler | undefined {
+  const site = callSite(original, proto, handlesError);
+  if (site === undefined || !/^[A-Za-z_$][\w$]*$/.test(original.name)) return undefined;
+  const lines = layerSource(original.name, handlesError, ' '.repeat(site.column - 1));
+  const at = lines.findIndex((line) => /^ *fn\(/.test(line));
+  try {
+    const make = new vm.Script(lines.join('\n'), { filename: site.file, lineOffset: site.line - 1 - at }).runInThisContext() as (h: LayerHelpers, original: Handler) => Handler;
+    return make(helpers, original);
+  } catch {
+    // Code generation refused (a policy, --disallow-code-generation-from-strings): the wrapper does.
+    return undefined;
+  }
+}
+
+/** The router's own method behind one frame of the hook's: for routers of a shape not known here. */
+function wrapped(original: Handler, handlesError: boolean): Handler {
+  return {
+    [original.name](this: RouterLayer, ...args: unknown[]) {
+      const ctx = contextOf(args[handlesError ? 2 : 1]);
+      if (ctx !== undefined && handlesError && args[0]) noteError(ctx, args[0]);
+      // A layer the router passes over (an error handler without an error, or the reverse) is not entered.
+      if ((this.handle.length === 4) !== handlesError) return original.apply(this, args);
+      return viaOriginal(original, this, ctx, args);
     },
-  }[request];
-  proto[error] = {
-    [error](this: RouterLayer, err: unknown, req: unknown, res: unknown, next: Next) {
-      const fn = this.handle;
-      const ctx = contextOf(res);
-      if (ctx !== undefined && err) noteError(ctx, err);
-      if (fn.length !== 4) return next(err);
-      if (traced()) return viaOriginal(originalError, this, ctx, [err, req, res, next]);
-      let outer: RequestContext | undefined;
-      let now = 0;
-      if (ctx !== undefined) {
-        if (Object.getPrototypeOf(res) !== ctx.proto) ctx.recorder.adopt(req, res, ctx);
-        now = performance.now();
-        ctx.trail.push(this, now - ctx.start);
-        outer = enter(ctx);
-      }
-      try {
-        settle(fn(err, req, res, next), next, ctx);
-      } catch (thrown) {
-        if (ctx !== undefined) noteError(ctx, thrown);
-        next(thrown);
-      } finally {
-        if (ctx !== undefined) {
-          leave(outer);
-          if (outer !== ctx) ranFor(ctx, now);
-        }
-      }
-    },
-  }[error];
+  }[original.name] as Handler;
+}
+
+/**
+ * Where the router's method calls the layer's handler, as V8 names it in a stack: found by calling
+ * it once on a stand-in layer whose handler reads its caller. Undefined if the call is not the
+ * method's own (a router that traces its handlers calls them from a closure).
+ */
+function callSite(original: Handler, proto: object, handlesError: boolean): { file: string; line: number; column: number } | undefined {
+  let site: NodeJS.CallSite | undefined;
+  const handle = handlesError
+    ? function (_e: unknown, _q: unknown, _s: unknown, _n: unknown) { site = callerOf(handle); }
+    : function (_q: unknown, _s: unknown, _n: unknown) { site = callerOf(handle); };
+  const stand = Object.create(proto) as RouterLayer;
+  Object.defineProperty(stand, 'handle', { value: handle });
+  try {
+    original.apply(stand, handlesError ? [new Error('probe'), {}, {}, () => {}] : [{}, {}, () => {}]);
+  } catch {
+    return undefined;
+  }
+  const file = site?.getFileName();
+  const line = site?.getLineNumber();
+  const column = site?.getColumnNumber();
+  if (site?.getFunctionName() !== original.name || !file || !line || !column) return undefined;
+  return { file, line, column };
+}
+
+function callerOf(fn: Function): NodeJS.CallSite | undefined {
+  const { prepareStackTrace, stackTraceLimit } = Error;
+  Error.prepareStackTrace = (_error, sites) => sites;
+  Error.stackTraceLimit = 1;
+  try {
+    const holder: { stack?: NodeJS.CallSite[] } = {};
+    Error.captureStackTrace(holder, fn);
+    return holder.stack?.[0];
+  } finally {
+    Error.prepareStackTrace = prepareStackTrace;
+    Error.stackTraceLimit = stackTraceLimit;
+  }
 }
 
 /** Express 5's router: a handler's promise that rejects hands its reason to next. */
@@ -161,7 +232,8 @@ const noteError = (ctx: RequestContext, err: unknown) => {
  * The route that answers: set when a route is entered (with its params, which the router takes
  * back as it unwinds), cleared when any layer but the route's own handlers comes after it.
  */
-function entered(ctx: RequestContext, layer: RouterLayer, req: { baseUrl?: string; params?: unknown }): void {
+function entered(ctx: RequestContext, layer: RouterLayer, req: { baseUrl?: string; params?: unknown; app?: unknown }): void {
+  enteredRouter(ctx, layer, req);
   if (layer.route !== undefined) {
     const path = Array.isArray(layer.route.path) ? layer.route.path.join(', ') : String(layer.route.path);
     ctx.route = (req.baseUrl ?? '') + path;
@@ -199,16 +271,25 @@ function appRouter(app: unknown): unknown {
 }
 
 /**
- * A router inside the app's (a mounted sub-app's, a Router's): the request going into it is noted
- * with the base URL it has there. A sub-app is mounted through a closure of Express's that hides
- * it, so this is how notFound finds the methods its routes have for a path.
+ * A router inside the app's (a Router's, a mounted sub-app's): the request going into it is noted
+ * with the base URL it has there, which notFound needs to find the methods its routes have for a
+ * path. A Router is the handle of the layer entered; a sub-app is mounted through a closure of
+ * Express's that hides it, and is seen when its layers are entered with it as req.app.
  */
-function nestedSeen(original: Handler): Handler {
-  return function handle(this: unknown, req: unknown, res: unknown, callback: unknown) {
-    const ctx = contextOf(res);
-    if (ctx !== undefined) (ctx.routers ??= []).push(this, (req as { baseUrl?: unknown }).baseUrl ?? '');
-    return original.call(this, req, res, callback);
-  };
+function enteredRouter(ctx: RequestContext, layer: RouterLayer, req: { baseUrl?: string; app?: unknown }): void {
+  const handle = layer.handle as { stack?: unknown };
+  if (Array.isArray(handle.stack)) noteRouter(ctx, handle, req.baseUrl);
+  const app = req.app;
+  if (app !== ctx.app) {
+    ctx.app = app;
+    noteRouter(ctx, appRouter(app), req.baseUrl);
+  }
+}
+
+function noteRouter(ctx: RequestContext, router: unknown, baseUrl: string | undefined): void {
+  const routers = (ctx.routers ??= []);
+  for (let i = 0; i < routers.length; i += 2) if (routers[i] === router && routers[i + 1] === (baseUrl ?? '')) return;
+  if (router) routers.push(router, baseUrl ?? '');
 }
 
 function endSeen(original: Handler): Handler {
@@ -234,11 +315,14 @@ export function atEnd(res: unknown, callback: Handler): Handler {
 const requireCache = createRequire(__filename).cache;
 const ROUTER_FILE = /[\\/]node_modules[\\/](router[\\/]index|[^\\/]+[\\/]lib[\\/]router[\\/]index)\.js$/;
 const hookedRouters = new WeakSet<object>();
+/** router 2 (Express 5) keeps its layer in lib/, beside index.js's directory; Express 4 beside index.js. */
+const modern = (routerIndex: string) => /[\\/]router[\\/]index\.js$/.test(routerIndex) && !/[\\/]lib[\\/]router[\\/]index\.js$/.test(routerIndex);
 
 /**
  * The router classes of Express 4 and 5 that are loaded already: each router's first call decides
  * its own `handle` for good: the end hook when it is the router of the app handling the request
- * (no request recorded yet), its original when it is nested in one.
+ * (no request recorded yet), its original when it is nested in one. That first call alone has a
+ * frame of the hook's in its stacks.
  */
 export function hookLoadedRouters(): void {
   for (const [file, mod] of Object.entries(requireCache)) {
@@ -248,12 +332,15 @@ export function hookLoadedRouters(): void {
     const proto = (typeof exported?.handle === 'function' ? exported : exported?.prototype) as Record<string, unknown> | undefined;
     if (!proto || hookedRouters.has(proto) || typeof proto.handle !== 'function' || typeof proto.use !== 'function' || typeof proto.route !== 'function') continue;
     hookedRouters.add(proto);
+    // Its layers too, before the first request runs through them (a method replaced under a running one would read otherwise in that request's stacks).
+    const layer: unknown = requireCache[path.join(file, modern(file) ? '../lib/layer.js' : '../layer.js')]?.exports;
+    if (typeof layer === 'function') hookLayerClass(layer.prototype as Record<string, unknown> | null);
     const original = proto.handle as Handler;
     proto.handle = function handle(this: object, req: unknown, res: unknown, callback: unknown) {
-      // Express 5 has set req.app by now; Express 4 sets it in the router's first layer.
-      const app = (req as { app?: unknown } | undefined)?.app;
-      const top = typeof callback === 'function' && contextOf(res) === undefined && (app === undefined || appRouter(app) === this);
-      const own = top ? endSeen(original) : nestedSeen(original);
+      // Express 5 has set req.app by now (a mounted sub-app has a parent); Express 4 sets it in the router's first layer.
+      const app = (req as { app?: { parent?: unknown } } | undefined)?.app;
+      const top = typeof callback === 'function' && contextOf(res) === undefined && (app === undefined || (appRouter(app) === this && app.parent === undefined));
+      const own = top ? endSeen(original) : original;
       Object.defineProperty(this, 'handle', { value: own, writable: true, configurable: true });
       return own.call(this, req, res, callback);
     };

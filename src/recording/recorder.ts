@@ -59,6 +59,7 @@ export function recorder(deps: RecorderDeps) {
       route: undefined,
       routeLayers: undefined,
       routers: undefined,
+      app: req.app,
       params: undefined,
       toolbar: false,
       sending: undefined,

@@ -80,7 +80,7 @@ export function allowedMethods(app: unknown, path: string, fullPath = path, rout
     if (matches && matchedPart(layer, ANY_PATH) === undefined) methodsOf(layer).forEach((m) => methods.add(m));
   });
   collect(routerStack(app), path);
-  // The nested routers the request went into (see nestedSeen), with the path as each saw it.
+  // The nested routers the request went into (see enteredRouter in recording/layers.ts), with the path as each saw it.
   for (let i = 0; i + 1 < routers.length; i += 2) {
     const base = String(routers[i + 1]);
     if (fullPath !== base && !fullPath.startsWith(`${base}/`) && base !== '') continue;
