@@ -86,6 +86,13 @@ function appWith(profiler: ReturnType<typeof webProfiler>, provider: string) {
       res.status(502).json({ ok: false, error: (err as Error).constructor.name });
     }
   });
+  // A route that hands the caller's own credential to the model (an agent acting for the user).
+  const relay = new OpenAI({ baseURL: `${provider}/v1`, apiKey: 'sk-test-openai', maxRetries: 0 });
+  app.get('/relay', async (req, res) => {
+    const token = String(req.get('authorization')).replace(/^Bearer /, '');
+    const answer = await relay.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `Fetch my orders with the token ${token}` }] });
+    res.json({ ok: answer.choices.length > 0 });
+  });
   app.use(profiler.errorHandler);
   return app;
 }
@@ -231,6 +238,17 @@ describe('AI calls with the aiContent option', () => {
     expect(call.prompt).not.toContain('hunter2');
     expect(call.output).toContain('Hello from the fixture');
     expect(JSON.stringify(readRows(database))).not.toContain('hunter2');
+  });
+
+  it('a route that only calls a model: the caller\'s bearer token, given in the prompt, is nowhere in the store', async () => {
+    const secret = 'relay-user-token-5f3a9c1e';
+    const res = await fetch(`${server.url}/relay`, { headers: { authorization: `Bearer ${secret}` } });
+    expect(res.status).toBe(200);
+    profiler.flush();
+    const profile = await (await fetch(`${server.url}/_profiler/${res.headers.get('x-debug-token')}`, { headers: { accept: 'application/json' } })).json();
+    expect(profile.collectors.ai.calls[0].prompt).toContain('[redacted]');
+    expect(provider.asked.some((a) => JSON.stringify(a).includes(secret))).toBe(true);
+    expect(JSON.stringify(readRows(database))).not.toContain(secret);
   });
 });
 

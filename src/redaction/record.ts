@@ -120,8 +120,8 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
     }
   };
   const head = part('response', () => headOf(c.head, keys), { head: {}, contentType: undefined, encoding: undefined, setCookies: [] });
-  // Statements are redacted with the request's own secrets, read before anything else is.
-  const secrets = c.inside !== undefined && (c.inside.queries.length > 0 || c.inside.commands !== undefined) ? part('db', () => secretsOf(c, head.setCookies, keys), undefined) : undefined;
+  // Statements, commands and model calls are redacted with the request's own secrets, read before anything else is.
+  const secrets = c.inside !== undefined && (c.inside.queries.length > 0 || c.inside.commands !== undefined || c.inside.ai !== undefined) ? part('db', () => secretsOf(c, head.setCookies, keys), undefined) : undefined;
   const summary: RecordSummary = {
     token: c.token,
     parent: c.parent,
