@@ -216,6 +216,7 @@ describe.skipIf(!redisUrl)('BullMQ', () => {
   let queue: Queue;
   let worker: ChildProcess;
   const name = `mail-${process.pid}`;
+  const RESET_TOKEN = 'job-reset-9c41d2e7b0';
 
   beforeAll(async () => {
     database = tempDb();
@@ -225,7 +226,7 @@ describe.skipIf(!redisUrl)('BullMQ', () => {
     const app = express();
     app.use(profiler);
     app.post('/signup', async (req, res) => {
-      const job = await queue.add('welcome', { user: 1, fail: req.query.fail === '1' }, { attempts: 2, backoff: { type: 'fixed', delay: 20 } });
+      const job = await queue.add('welcome', { user: 1, fail: req.query.fail === '1', resetLink: `https://app.test/reset/${RESET_TOKEN}` }, { attempts: 2, backoff: { type: 'fixed', delay: 20 } });
       res.status(201).json({ job: job.id });
     });
     server = await listen(app);
@@ -274,6 +275,11 @@ describe.skipIf(!redisUrl)('BullMQ', () => {
 
     // The request's side: the job on its jobs panel and timeline, its runs linked.
     const request = rows.find((r) => r.token === badToken)!;
+    // The job's data went to Redis as a script's argument: its cache panel shows the script's keys, never the data.
+    const scripts = request.collectors.cache.commands.filter((c: { command: string }) => /^EVAL/i.test(c.command));
+    expect(scripts.length).toBeGreaterThan(0);
+    expect(scripts.some((c: { args: string[] }) => c.args.includes('?'))).toBe(true);
+    expect(JSON.stringify(rows.filter((r) => r.method !== 'JOB'))).not.toContain(RESET_TOKEN);
     expect(request.collectors.jobs.jobs[0]).toMatchObject({ queue: name, name: 'welcome', ids: [badJob] });
     expect(request.collectors.jobs.jobs[0].caller).toMatch(/commands\.test\.ts:\d+$/);
     expect(request.collectors.performance.timeline.some((t: { kind: string; name: string }) => t.kind === 'job' && t.name === `queue ${name} welcome #${badJob}`)).toBe(true);

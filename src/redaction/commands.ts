@@ -19,8 +19,11 @@ const SHOWN: [RegExp, number][] = [
 /** SET's options follow its value: shown, as the words they are, after the `?`. */
 const SET_OPTIONS = /^(EX|PX|EXAT|PXAT|NX|XX|KEEPTTL|GET|\d+)$/i;
 
+/** A script's call: the script (or its SHA, or the function's name), how many keys, the keys; its ARGV are values (a queued job's data). */
+const SCRIPT = /^(EVAL|EVALSHA|EVAL_RO|EVALSHA_RO|FCALL|FCALL_RO)$/i;
+
 function sanitised(command: string, args: string[]): string[] {
-  const shown = SHOWN.find(([pattern]) => pattern.test(command))?.[1] ?? 0;
+  const shown = SCRIPT.test(command) ? 2 + (Number(args[1]) || 0) : SHOWN.find(([pattern]) => pattern.test(command))?.[1] ?? 0;
   if (shown === -1) return args;
   const set = /^SET$/i.test(command);
   return args.map((arg, i) => (i < shown || (set && i > 1 && SET_OPTIONS.test(arg)) ? arg : '?'));
