@@ -1,11 +1,13 @@
 import express, { type Request } from 'express';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webProfiler, type WebProfiler } from '../src/index.js';
 import { resolveOptions } from '../src/options.js';
 import { checkAccess } from '../src/web/access.js';
-import { listen, readRows, tempDb, type Running } from './helpers.js';
+import { listen, readRows, tempDb, tempDir, type Running } from './helpers.js';
 
 /** Raw HTTP, for what fetch would normalise or refuse: backslashes, bad escapes, huge headers, a chosen Host. */
 function raw(base: string, method: string, path: string, headers: Record<string, string> = {}, body?: Buffer | string) {
@@ -286,6 +288,44 @@ describe('access', () => {
       expect(wrong.headers['set-cookie']).toBeUndefined();
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe('a password in a URL (`scheme://user:password@host`)', () => {
+  it('is nowhere in the store: log lines, an error\'s message, a span\'s attributes (a view\'s locals are kept by name)', async () => {
+    const database = tempDb();
+    const own = webProfiler({ database, onError: () => {} });
+    const tracer = new BasicTracerProvider({ spanProcessors: [own.spanProcessor()] }).getTracer('db-pool');
+    const views = tempDir();
+    writeFileSync(path.join(views, 'status.txt'), 'status');
+    const app = express();
+    app.use(own);
+    app.engine('txt', (_file: string, _options: object, done: (err: null, out: string) => void) => done(null, 'rendered'));
+    app.set('views', views);
+    app.get('/connect', (req, res, next) => {
+      req.log.warn('connecting to postgres://app:pg-pass-4411@db.internal:5432/app');
+      const span = tracer.startSpan('connect', { attributes: { 'db.connection_string': 'mysql://root:my-pass-9034@db.internal/app', 'url.full': 'https://bot:hook-pass-2207@hooks.example.test/deliver' } });
+      span.end();
+      res.render('status.txt', { dsn: 'redis://:redis-pass-7782@cache.internal:6379/0' }, () => next(new Error('cannot reach amqp://queue:amqp-pass-5150@mq.internal:5672')));
+    });
+    app.use(own.errorHandler);
+    const server = await listen(app);
+    try {
+      const res = await fetch(`${server.url}/connect`);
+      expect(res.status).toBe(500);
+      own.flush();
+      const [row] = readRows(database).filter((r) => r.url.endsWith('/connect'));
+      expect(row.collectors.logs.lines[0].message).toBe('connecting to postgres://app:[redacted]@db.internal:5432/app');
+      expect(row.collectors.exception.chain[0].message).toBe('cannot reach amqp://queue:[redacted]@mq.internal:5672');
+      // A view's locals are kept by name.
+      expect(row.collectors.views.renders[0].locals).toEqual(['dsn']);
+      expect(JSON.stringify(row.collectors.performance.traced)).toContain('mysql://root:[redacted]@db.internal/app');
+      const stored = readFileSync(database).toString('latin1') + JSON.stringify(readRows(database));
+      for (const secret of ['pg-pass-4411', 'my-pass-9034', 'hook-pass-2207', 'redis-pass-7782', 'amqp-pass-5150']) expect(stored).not.toContain(secret);
+    } finally {
+      await server.close();
+      own.close();
     }
   });
 });

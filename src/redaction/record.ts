@@ -218,7 +218,7 @@ function redactCommandState(command: CommandState, keys: string[]): CommandState
  * Arguments with secrets taken out: `--password=x` and `token=x` in place; the value after a
  * `--password` alone, whatever it starts with; the password of the short flags tools give one
  * (`-p secret` and `-psecret` as mysql takes them, `-u user:password` as curl does); a URL's
- * password (`--db postgres://user:password@host`).
+ * password as in any text (`--db postgres://user:password@host`).
  */
 function redactArgv(argv: string[], keys: string[]): string[] {
   return argv.map((arg, i) => {
@@ -228,12 +228,9 @@ function redactArgv(argv: string[], keys: string[]): string[] {
     if (before === '-p' && !arg.startsWith('-')) return REDACTED;
     if (before === '-u' && arg.includes(':')) return `${arg.slice(0, arg.indexOf(':'))}:${REDACTED}`;
     if (/^-p[^-]/.test(arg)) return `-p${REDACTED}`;
-    return redactText(arg.replace(URL_PASSWORD, `$1:${REDACTED}@`), keys);
+    return redactText(arg, keys);
   });
 }
-
-/** The password of a URL's user (`scheme://user:password@host`). */
-const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s/:@]*):[^\s/@]*@/gi;
 
 /** A body as a record keeps it: its content type left out when it is its message's, `truncated` only when true. */
 function stored(body: BodyData, contentType: string | undefined): BodyData {

@@ -115,6 +115,8 @@ const NAME_EQUALS = /(^|[&?;,\s])([^=&?;,\s]+)=([^&?;,\s#]*)/g;
  */
 export function redactText(text: string, keys: string[]): string {
   text = redactHashes(text);
+  // A URL's password, wherever a URL is written (a log line, an error's message, a view's locals, a span's attribute).
+  if (text.includes('://') && text.includes('@')) text = text.replace(URL_PASSWORD, `$1:${REDACTED}@`);
   if (keys.length === 0) return text;
   const colon = text.includes(':') || text.includes('=>');
   const equals = text.includes('=');
@@ -129,6 +131,9 @@ export function redactText(text: string, keys: string[]): string {
   }
   return out;
 }
+
+/** The password of a URL's user (`scheme://user:password@host`). */
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s/:@]*):[^\s/@]*@/gi;
 
 /** HTML: as text, and each text node again (a tag's `>` is no separator redactText knows: `<p>password=…`). */
 export function redactMarkup(html: string, keys: string[]): string {
