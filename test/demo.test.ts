@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoApp } from '../src/demo/app.js';
 import { configFrom, type AppEnv } from '../src/demo/config.js';
-import { listen, tempDir, type Running } from './helpers.js';
+import { listen, tempDir } from './helpers.js';
 
 interface Reply {
   status: number;

@@ -3,14 +3,14 @@ import type { ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Collector } from './collect.js';
 import { collectEach } from './collect.js';
-import { bounded, plain, setOwn } from './plain.js';
+import { bounded, plain } from './plain.js';
 import { describeException, type ExceptionData } from '../errors/describe.js';
 import type { ResolvedOptions } from '../options.js';
-import type { LogLine, RequestContext, Span, WorkContext } from './context.js';
+import type { LogLine, RequestContext, WorkContext } from './context.js';
 import type { CommandState } from './command.js';
 import { traceOfHeader } from './trace.js';
 import type { LoopState } from './loop.js';
-import { describeTrail, spansOf } from './layers.js';
+import { describeTrail } from './layers.js';
 import { captureInside, type CapturedInside } from './inside-capture.js';
 import { sourceMapped, type CpuState } from './cpu.js';
 

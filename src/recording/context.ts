@@ -78,10 +78,6 @@ export interface RequestContext extends WorkContext {
   /** The route that answers (its mount path and pattern) and its params, as they were when it was entered; cleared when it passes on. */
   route: string | undefined;
   routeLayers: unknown[] | undefined;
-  /** The nested routers the request went into (a sub-app's, a Router's) and the base URL each had, in turn: where notFound looks for the methods a path has. */
-  routers: unknown[] | undefined;
-  /** The app whose layers ran last (req.app): a change is a sub-app entered or left. */
-  app: unknown;
   params: unknown;
   /** The toolbar has been put in the body. */
   toolbar: boolean;

@@ -232,8 +232,7 @@ const noteError = (ctx: RequestContext, err: unknown) => {
  * The route that answers: set when a route is entered (with its params, which the router takes
  * back as it unwinds), cleared when any layer but the route's own handlers comes after it.
  */
-function entered(ctx: RequestContext, layer: RouterLayer, req: { baseUrl?: string; params?: unknown; app?: unknown }): void {
-  enteredRouter(ctx, layer, req);
+function entered(ctx: RequestContext, layer: RouterLayer, req: { baseUrl?: string; params?: unknown }): void {
   if (layer.route !== undefined) {
     const path = Array.isArray(layer.route.path) ? layer.route.path.join(', ') : String(layer.route.path);
     ctx.route = (req.baseUrl ?? '') + path;
@@ -271,26 +270,13 @@ function appRouter(app: unknown): unknown {
 }
 
 /**
- * A router inside the app's (a Router's, a mounted sub-app's): the request going into it is noted
- * with the base URL it has there, which notFound needs to find the methods its routes have for a
- * path. A Router is the handle of the layer entered; a sub-app is mounted through a closure of
- * Express's that hides it, and is seen when its layers are entered with it as req.app.
+ * Sub-apps, by the closure Express mounts each with (`mounted_app`, which hides the app): learnt
+ * when a recorded request first goes into one, so that notFound and the routing panel can read
+ * their routes as they read a Router's.
  */
-function enteredRouter(ctx: RequestContext, layer: RouterLayer, req: { baseUrl?: string; app?: unknown }): void {
-  const handle = layer.handle as { stack?: unknown };
-  if (Array.isArray(handle.stack)) noteRouter(ctx, handle, req.baseUrl);
-  const app = req.app;
-  if (app !== ctx.app) {
-    ctx.app = app;
-    noteRouter(ctx, appRouter(app), req.baseUrl);
-  }
-}
+const mountedRouters = new WeakMap<object, unknown>();
 
-function noteRouter(ctx: RequestContext, router: unknown, baseUrl: string | undefined): void {
-  const routers = (ctx.routers ??= []);
-  for (let i = 0; i < routers.length; i += 2) if (routers[i] === router && routers[i + 1] === (baseUrl ?? '')) return;
-  if (router) routers.push(router, baseUrl ?? '');
-}
+export const mountedRouter = (handle: unknown): unknown => (typeof handle === 'function' ? mountedRouters.get(handle) : undefined);
 
 function endSeen(original: Handler): Handler {
   return function handle(this: unknown, req: unknown, res: unknown, callback: unknown) {
@@ -321,8 +307,8 @@ const modern = (routerIndex: string) => /[\\/]router[\\/]index\.js$/.test(router
 /**
  * The router classes of Express 4 and 5 that are loaded already: each router's first call decides
  * its own `handle` for good: the end hook when it is the router of the app handling the request
- * (no request recorded yet), its original when it is nested in one. That first call alone has a
- * frame of the hook's in its stacks.
+ * (no request recorded yet), its original when it is nested in one (a sub-app's router is learnt
+ * then, see mountedRouters). That first call alone has a frame of the hook's in its stacks.
  */
 export function hookLoadedRouters(): void {
   for (const [file, mod] of Object.entries(requireCache)) {
@@ -340,11 +326,19 @@ export function hookLoadedRouters(): void {
       // Express 5 has set req.app by now (a mounted sub-app has a parent); Express 4 sets it in the router's first layer.
       const app = (req as { app?: { parent?: unknown } } | undefined)?.app;
       const top = typeof callback === 'function' && contextOf(res) === undefined && (app === undefined || (appRouter(app) === this && app.parent === undefined));
+      if (!top) learnMount(this, res);
       const own = top ? endSeen(original) : original;
       Object.defineProperty(this, 'handle', { value: own, writable: true, configurable: true });
       return own.call(this, req, res, callback);
     };
   }
+}
+
+/** A router entered from a sub-app's mount, the last layer its request entered: the mount leads to it. */
+function learnMount(router: object, res: unknown): void {
+  const trail = contextOf(res)?.trail;
+  const layer = trail?.[trail.length - 2] as RouterLayer | undefined;
+  if (layer?.handle?.name === 'mounted_app') mountedRouters.set(layer.handle, router);
 }
 
 const round = (ms: number) => Math.round(ms * 1000) / 1000;

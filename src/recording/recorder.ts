@@ -58,8 +58,6 @@ export function recorder(deps: RecorderDeps) {
       described: undefined,
       route: undefined,
       routeLayers: undefined,
-      routers: undefined,
-      app: req.app,
       params: undefined,
       toolbar: false,
       sending: undefined,

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import { addExcerpts, withSentStatus, type ExceptionData } from '../errors/describe.js';
-import type { Captured, WireBody } from '../recording/capture.js';
+import type { Captured } from '../recording/capture.js';
 import type { LogLine } from '../recording/context.js';
 import type { CpuState } from '../recording/cpu.js';
 import type { CommandState } from '../recording/command.js';

@@ -1,6 +1,5 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import { STATUS_CODES } from 'node:http';
-import { contextOf } from '../recording/context.js';
 import { requestUrl } from '../recording/url.js';
 import { preferredFormat } from './error-handler.js';
 import { HttpError, MethodNotAllowedError, NotFoundError } from '../errors/http-error.js';
@@ -23,7 +22,7 @@ export function notFound(debugPage: ErrorRequestHandler | undefined): RequestHan
     const path = req.path;
     const method = req.method;
     // 405 only when the method is what is wrong: a matching route that passed on (next()) is a 404.
-    const allowed = allowedMethods(req.app, path, (req.baseUrl ?? '') + path, contextOf(res)?.routers);
+    const allowed = allowedMethods(req.app, path);
     const passedOn = allowed.includes(method) || allowed.includes('*');
     // The toggled path is tried only when this one has no route for the method (else it would lead back here).
     if ((method === 'GET' || method === 'HEAD') && !passedOn) {

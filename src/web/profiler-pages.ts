@@ -4,7 +4,6 @@ import { onceEach } from '../recording/collect.js';
 import { routeTable } from './routes.js';
 import type { ResolvedOptions } from '../options.js';
 import { isToken } from '../recording/token.js';
-import type { Profile } from '../storage/profile.js';
 import { StorageUnavailable, type ProfileReader } from '../storage/reader.js';
 import { checkAccess, exchangeQuerySecret, isLoopbackHost, SECRET_QUERY, type Verdict } from './access.js';
 import { COMMAND_KINDS, METHODS, parseSearch } from './search-params.js';

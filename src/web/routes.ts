@@ -1,4 +1,4 @@
-import { routerStack, type RouterLayer } from '../recording/layers.js';
+import { mountedRouter, routerStack, type RouterLayer } from '../recording/layers.js';
 
 export interface RouteMatch {
   /** Path pattern as declared, with any mount path in front. */
@@ -23,7 +23,7 @@ const patternOf = (layer: RouterLayer) => {
 };
 
 /**
- * Every route of the app, with whether `path` matches it, mounted routers included. It asks the
+ * Every route of the app, with whether `path` matches it, mounted routers and sub-apps included. It asks the
  * layers themselves (layer.match), so it agrees with Express 4 and 5 on what a path means.
  */
 export function routeTable(app: unknown, path: string): RouteMatch[] {
@@ -40,9 +40,9 @@ function walk(stack: RouterLayer[] | undefined, path: string, prefix: string, vi
       visit(layer, prefix, matchedPart(layer, path) !== undefined);
       continue;
     }
-    const inner = (layer.handle as { stack?: RouterLayer[] }).stack;
+    // A mounted router (a Router, or a sub-app's: see mountedRouter): match its prefix, then walk it with what is left of the path.
+    const inner = ((layer.handle as { stack?: RouterLayer[] }).stack ?? (mountedRouter(layer.handle) as { stack?: RouterLayer[] } | undefined)?.stack);
     if (!Array.isArray(inner)) continue;
-    // A mounted router: match its prefix, then walk it with what is left of the path.
     const matched = matchedPart(layer, path);
     walk(inner, matched === undefined ? '\u0000' : path.slice(matched.length) || '/', prefix + mountPathOf(layer), visit);
   }
@@ -74,17 +74,10 @@ function matchedPart(layer: RouterLayer, path: string): string | undefined {
  * that matches every path (`app.get('*')`, an SPA fallback) says nothing about this one: it would
  * make every other method a 405.
  */
-export function allowedMethods(app: unknown, path: string, fullPath = path, routers: unknown[] = []): string[] {
+export function allowedMethods(app: unknown, path: string): string[] {
   const methods = new Set<string>();
-  const collect = (stack: RouterLayer[] | undefined, relative: string) => walk(stack, relative, '', (layer, _prefix, matches) => {
+  walk(routerStack(app), path, '', (layer, _prefix, matches) => {
     if (matches && matchedPart(layer, ANY_PATH) === undefined) methodsOf(layer).forEach((m) => methods.add(m));
   });
-  collect(routerStack(app), path);
-  // The nested routers the request went into (see enteredRouter in recording/layers.ts), with the path as each saw it.
-  for (let i = 0; i + 1 < routers.length; i += 2) {
-    const base = String(routers[i + 1]);
-    if (fullPath !== base && !fullPath.startsWith(`${base}/`) && base !== '') continue;
-    collect((routers[i] as { stack?: RouterLayer[] }).stack, fullPath.slice(base.length) || '/');
-  }
   return [...methods];
 }
