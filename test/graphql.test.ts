@@ -32,7 +32,12 @@ const ASKED = {
   named: { query: 'query GetUser($id: ID!) { user(id: $id) { id email } }', variables: { id: '7' } },
   mutation: { query: 'mutation SignUp($email: String!, $password: String!) { signUp(email: $email, password: $password) { id } }', operationName: 'SignUp', variables: { email: 'grace@example.test', password: 'hunter2' } },
   broken: { query: '# a resolver that throws\nquery Broken { broken }' },
+  // Variables named nothing like a secret, fed to an argument that is one.
+  fed: { query: 'mutation Join($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', variables: { e: 'ada@example.test', p: 'fed-secret-31337' } },
 };
+
+/** The same question over GET (graphql-over-HTTP): the variables' JSON in the query string, with a password the document never uses. */
+const GET_QUERY = `?query=${encodeURIComponent('query GetUser($id: ID!) { user(id: $id) { id } }')}&variables=${encodeURIComponent(JSON.stringify({ id: '7', password: 'get-secret-4242' }))}`;
 
 /** graphql 16 under Apollo Server 5, and graphql 17 called by a handler of the app's: the same questions, the same answers. */
 const servers = [
@@ -57,6 +62,9 @@ const servers = [
       app.post('/graphql', express.json(), async (req, res) => {
         const { query, variables, operationName } = req.body;
         res.json(await graphql17.graphql({ schema, source: query, variableValues: variables, operationName }));
+      });
+      app.get('/graphql', async (req, res) => {
+        res.json(await graphql17.graphql({ schema, source: String(req.query.query), variableValues: JSON.parse(String(req.query.variables)) }));
       });
       return async () => {};
     },
@@ -85,6 +93,11 @@ describe.each(servers)('GraphQL: $name', ({ mount, timesResolvers }) => {
       await res.json();
       tokens[name] = res.headers.get('x-debug-token')!;
     }
+    // Apollo answers a GET that says it is no cross-site form (its CSRF prevention).
+    const got = await fetch(`${server.url}/graphql${GET_QUERY}`, { headers: { 'apollo-require-preflight': 'true' } });
+    expect(got.status).toBe(200);
+    expect(await got.json()).toEqual({ data: { user: { id: '7' } } });
+    tokens.get = got.headers.get('x-debug-token')!;
     profiler.flush();
   });
   afterAll(async () => {
@@ -104,13 +117,31 @@ describe.each(servers)('GraphQL: $name', ({ mount, timesResolvers }) => {
     expect(list).toContain('<span class="op-label mono">query GetUser</span>');
     expect(list).toContain('<span class="op-label mono">mutation SignUp</span>');
     const found = await (await fetch(`${server.url}/_profiler/search?operation=GetUser&type=`, { headers: { accept: 'application/json' } })).json();
-    expect(found.profiles.map((p: { token: string }) => p.token)).toEqual([tokens.named]);
+    // Newest first: the same query over GET (see below), then the named one.
+    expect(found.profiles.map((p: { token: string }) => p.token)).toEqual([tokens.get, tokens.named]);
   });
 
   it('keeps a mutation\'s variables, the password among them redacted', async () => {
     const op = (await profileOf(tokens.mutation)).collectors.graphql.operations[0];
     expect(op).toMatchObject({ type: 'mutation', name: 'SignUp', variables: { email: 'grace@example.test', password: '[redacted]' } });
     expect(JSON.stringify(readRows(database))).not.toContain('hunter2');
+  });
+
+  it('hides a variable by the argument it feeds, whatever its name', async () => {
+    const op = (await profileOf(tokens.fed)).collectors.graphql.operations[0];
+    expect(op).toMatchObject({ type: 'mutation', name: 'Join', variables: { e: 'ada@example.test', p: '[redacted]' } });
+    expect(JSON.stringify(readRows(database))).not.toContain('fed-secret-31337');
+  });
+
+  it('over GET, the variables in the stored URL are redacted as on the panel: list, search, cURL and the store', async () => {
+    const profile = await profileOf(tokens.get);
+    expect(profile.collectors.graphql.operations[0]).toMatchObject({ name: 'GetUser', variables: expect.objectContaining({ id: '7', password: '[redacted]' }) });
+    expect(new URL(profile.url).searchParams.get('variables')).toBe(JSON.stringify({ id: '7', password: '[redacted]' }));
+    const pages = await Promise.all([`/_profiler/`, `/_profiler/search?type=&limit=50`, `/_profiler/${tokens.get}/curl`].map(async (p) => (await fetch(server.url + p)).text()));
+    for (const page of pages) expect(page).not.toContain('get-secret-4242');
+    expect(pages[0]).toContain('GetUser');
+    expect(pages[2]).toMatch(/^curl /);
+    expect(JSON.stringify(readRows(database))).not.toContain('get-secret-4242');
   });
 
   it('flags a request whose resolver threw as failed, though it answered 200, and opens on its errors', async () => {

@@ -90,13 +90,49 @@ export function redactValue(value: unknown, keys: string[]): unknown {
     try {
       if (Array.isArray(v)) return v.map((item) => walk(item, secret));
       const out: Record<string, unknown> = {};
-      for (const k of Object.keys(v)) setOwn(out, k, walk((v as Record<string, unknown>)[k], secret || isSecretKey(k, keys)));
+      const fed = fedVariables(v as Record<string, unknown>, keys);
+      for (const k of Object.keys(v)) {
+        const inner = (v as Record<string, unknown>)[k];
+        setOwn(out, k, walk(fed !== undefined && k === 'variables' ? withoutFed(inner, fed) : inner, secret || isSecretKey(k, keys)));
+      }
       return out;
     } finally {
       ancestors.pop();
     }
   };
   return walk(value, false);
+}
+
+/** An argument given a variable in a GraphQL document: `password: $p`, in a call or an input object. */
+const ARGUMENT_VARIABLE = /([_A-Za-z][_0-9A-Za-z]*)\s*:\s*\$([_A-Za-z][_0-9A-Za-z]*)/g;
+
+/**
+ * A GraphQL request's variables that feed an argument named like a secret, whatever their own
+ * names (`login(email: $e, password: $p)` makes `$p` one): undefined for anything else.
+ */
+function fedVariables(v: Record<string, unknown>, keys: string[]): Set<string> | undefined {
+  const document = v.query;
+  if (typeof document !== 'string' || v.variables === undefined || !document.includes('$')) return undefined;
+  let fed: Set<string> | undefined;
+  for (const [, argument, variable] of document.matchAll(ARGUMENT_VARIABLE)) if (isSecretKey(argument, keys)) (fed ??= new Set()).add(variable);
+  return fed;
+}
+
+/** Variables (an object, or its JSON as a GET's query string gives it) with the fed ones hidden. */
+function withoutFed(variables: unknown, fed: Set<string>): unknown {
+  if (typeof variables === 'string') {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(variables);
+    } catch {
+      return variables;
+    }
+    return parsed !== null && typeof parsed === 'object' ? JSON.stringify(withoutFed(parsed, fed)) : variables;
+  }
+  if (variables === null || typeof variables !== 'object' || Array.isArray(variables)) return variables;
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(variables)) setOwn(out, k, fed.has(k) ? REDACTED : (variables as Record<string, unknown>)[k]);
+  return out;
 }
 
 /**
@@ -232,7 +268,7 @@ const QUERY_ONLY = /([?&])(key|code)=([^&#]+)/gi;
 export function redactUrl(url: string, keys: string[], routeParams?: unknown): string {
   let out = redactText(url, keys);
   const q = out.indexOf('?');
-  if (q >= 0) out = out.slice(0, q) + out.slice(q).replace(QUERY_ONLY, (_whole, lead: string, name: string) => `${lead}${name}=${REDACTED}`);
+  if (q >= 0) out = out.slice(0, q) + redactVariables(out.slice(q).replace(QUERY_ONLY, (_whole, lead: string, name: string) => `${lead}${name}=${REDACTED}`), keys);
   if (routeParams === null || typeof routeParams !== 'object') return out;
   const secret = new Set<string>();
   for (const [name, value] of Object.entries(routeParams as Record<string, unknown>)) {
@@ -253,6 +289,17 @@ const decoded = (segment: string) => {
     return segment;
   }
 };
+
+/** A GraphQL GET's variables (`?query=…&variables={"password":…}`): JSON, percent-encoded, redacted as the parsed query is. */
+function redactVariables(search: string, keys: string[]): string {
+  const at = /[?&]variables=([^&#]*)/.exec(search);
+  if (at === null) return search;
+  const params = new URLSearchParams(search.replace(/#.*/, '').slice(1));
+  const variables = params.get('variables') ?? '';
+  const redacted = (redactValue({ query: params.get('query') ?? '', variables }, keys) as { variables: string }).variables;
+  if (redacted === variables) return search;
+  return search.slice(0, at.index) + search[at.index] + 'variables=' + encodeURIComponent(redacted) + search.slice(at.index + at[0].length);
+}
 
 /** A parsed query string as it may be stored: see redactUrl. */
 export function redactQuery(query: unknown, keys: string[]): unknown {
