@@ -331,3 +331,36 @@ describe('a password in a URL (`scheme://user:password@host`)', () => {
     }
   });
 });
+
+describe('a database span whose statement is JSON (MongoDB\'s shape, through OpenTelemetry)', () => {
+  it('keeps the command and its shape, and no value under a secret key nor a token, on the db panel, the timeline and in the store', async () => {
+    const database = tempDb();
+    const own = webProfiler({ database, onError: () => {} });
+    const tracer = new BasicTracerProvider({ spanProcessors: [own.spanProcessor()] }).getTracer('@opentelemetry/instrumentation-mongodb');
+    const resetToken = `rt${process.pid}x9f8e7d6c5b4a3f2e1d0c`;
+    const app = express();
+    app.use(own);
+    app.post('/reset', (_req, res) => {
+      const statement = JSON.stringify({ update: 'users', updates: [{ q: { email: 'ada@example.test' }, u: { $set: { password: `mongo-pass-${process.pid}`, resetToken } } }] });
+      tracer.startSpan('mongodb.update', { attributes: { 'db.system': 'mongodb', 'db.statement': statement } }).end();
+      res.status(204).end();
+    });
+    const server = await listen(app);
+    try {
+      const res = await fetch(`${server.url}/reset`, { method: 'POST' });
+      expect(res.status).toBe(204);
+      own.flush();
+      const profile = await (await fetch(`${server.url}/_profiler/${res.headers.get('x-debug-token')}`, { headers: { accept: 'application/json' } })).json();
+      const [query] = profile.collectors.db.queries;
+      expect(query.driver).toBe('mongodb');
+      expect(JSON.parse(query.sql)).toEqual({ update: 'users', updates: [{ q: { email: 'ada@example.test' }, u: { $set: { password: '[redacted]', resetToken: '[redacted]' } } }] });
+      const timeline = JSON.stringify(profile.collectors.performance.timeline);
+      expect(timeline).toContain('users');
+      const stored = readFileSync(database).toString('latin1') + JSON.stringify(readRows(database)) + timeline;
+      for (const secret of [`mongo-pass-${process.pid}`, resetToken]) expect(stored).not.toContain(secret);
+    } finally {
+      await server.close();
+      own.close();
+    }
+  });
+});

@@ -1,8 +1,8 @@
 import { cutContent as cut, type AiFacts, type WireCall } from '../recording/ai.js';
 import type { CallerFrom } from '../recording/inside.js';
 import type { CapturedAiCall, ErrorSummary } from '../recording/inside-capture.js';
-import { REDACTED, redactText, redactUrl, redactValue } from './redact.js';
-import type { RequestSecrets } from './request-secrets.js';
+import { redactText, redactUrl, redactValue } from './redact.js';
+import { hideSecrets, type RequestSecrets } from './request-secrets.js';
 
 /** A model call as stored: what it was and what it cost, its prompt and answer only with the aiContent option. */
 export interface StoredAiCall extends Omit<AiFacts, 'tools'> {
@@ -177,13 +177,7 @@ function redactJson(text: string, keys: string[], secrets: RequestSecrets | unde
   } catch {
     return redactText(text, keys);
   }
-  const hide = (v: unknown): unknown => {
-    if (typeof v === 'string') return secrets?.covers(v) ? REDACTED : v;
-    if (Array.isArray(v)) return v.map(hide);
-    if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, inner]) => [k, hide(inner)]));
-    return v;
-  };
-  return JSON.stringify(redactValue(secrets && secrets.size > 0 ? hide(value) : value, keys));
+  return JSON.stringify(redactValue(secrets && secrets.size > 0 ? hideSecrets(value, secrets) : value, keys));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { isSecretHeader, isSecretKey } from './redact.js';
+import { isSecretHeader, isSecretKey, REDACTED } from './redact.js';
 
 /** Shorter values are too likely to be something else (an id, a flag) to hide by equality. */
 const SHORTEST = 4;
@@ -108,4 +108,12 @@ function parsedText(bytes: Uint8Array | string): unknown {
     }
   }
   return text.includes('=') ? Object.fromEntries(new URLSearchParams(text)) : undefined;
+}
+
+/** A parsed value (JSON) with each text that is or holds one of the request's secrets, or that `also` picks, replaced. */
+export function hideSecrets(value: unknown, secrets: RequestSecrets | undefined, also?: (text: string) => boolean): unknown {
+  if (typeof value === 'string') return secrets?.covers(value) || also?.(value) ? REDACTED : value;
+  if (Array.isArray(value)) return value.map((v) => hideSecrets(v, secrets, also));
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, hideSecrets(v, secrets, also)]));
+  return value;
 }

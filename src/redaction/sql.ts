@@ -1,5 +1,5 @@
 import { isSecretKey, REDACTED, redactValue } from './redact.js';
-import type { RequestSecrets } from './request-secrets.js';
+import { hideSecrets, type RequestSecrets } from './request-secrets.js';
 
 /** A placeholder or a string literal in a statement, and the column it is compared with or stored in, when that can be told. */
 interface Slot {
@@ -238,6 +238,8 @@ export interface RedactedStatement {
  * everywhere else.
  */
 export function redactStatement(sql: string, params: unknown, keys: string[], secrets?: RequestSecrets): RedactedStatement {
+  const json = jsonStatement(sql, keys, secrets);
+  if (json !== undefined) return { sql: json, params: redactValue(params, keys), hidden: { indexes: [], names: [] } };
   const slots = slotsOf(sql);
   const hidden = { indexes: [] as number[], names: [] as string[] };
   const doubtful = { indexes: [] as number[], names: [] as string[] };
@@ -262,6 +264,21 @@ export function redactStatement(sql: string, params: unknown, keys: string[], se
   }
   out += sql.slice(from);
   return { sql: out, params: redactParams(params, hidden, keys, (v, i, name) => secrets?.covers(v) === true || (looksLikeToken(v) && (i !== undefined ? doubtful.indexes.includes(i) : doubtful.names.includes(name!)))), hidden };
+}
+
+/**
+ * A statement that is JSON (MongoDB's commands as its OpenTelemetry spans give them): its values
+ * redacted by their keys, and by the request's own secrets, as a body's are. Undefined for SQL.
+ */
+function jsonStatement(sql: string, keys: string[], secrets: RequestSecrets | undefined): string | undefined {
+  if (!/^\s*[[{]/.test(sql)) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(sql);
+  } catch {
+    return undefined;
+  }
+  return JSON.stringify(redactValue(hideSecrets(parsed, secrets, looksLikeToken), keys));
 }
 
 /** 20 or more characters of a token's alphabet, letters and digits both: an API key, a session id, a UUID, a reset code. */
