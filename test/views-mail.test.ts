@@ -26,6 +26,7 @@ beforeAll(async () => {
       done(err);
     }
   });
+  const RESET_LINK = 'https://app.example.test/reset/8f14e45fceea167a5a36dedd4bea2543';
   const streamed = nodemailer.createTransport({ streamTransport: true, buffer: true });
   const recorded = nodemailer.createTransport(profiler.mailTransport());
   app.use(profiler);
@@ -37,8 +38,8 @@ beforeAll(async () => {
       to: ['ada@example.test', { name: 'Grace', address: 'grace@example.test' }],
       cc: 'ops@example.test',
       subject: 'Your password was reset',
-      text: 'Hello Ada. password=hunter2 was set.',
-      html: '<h1>Hello Ada</h1><p id="p">password=hunter2 was set.</p><img src="https://tracker.example.test/pixel.gif"><script>document.getElementById("p").textContent = "SCRIPT RAN"; fetch("/ran")</script>',
+      text: `Hello Ada. password=hunter2 was set. Not you? ${RESET_LINK} or sign in at https://app.example.test/magic/Zx81kq. See https://blog.example.test/posts/how-we-built-it-2024-edition`,
+      html: `<h1>Hello Ada</h1><p id="p">password=hunter2 was set.</p><a href="${RESET_LINK}?utm=mail">Not you?</a><img src="https://tracker.example.test/pixel.gif"><script>document.getElementById("p").textContent = "SCRIPT RAN"; fetch("/ran")</script>`,
       attachments: [{ filename: 'report.csv', content: 'id,name\n1,Ada\n', contentType: 'text/csv' }, { filename: 'logo.png', content: Buffer.from([137, 80, 78, 71]) }],
     });
     res.json({ messageId: info.messageId });
@@ -131,6 +132,15 @@ describe('the views panel', () => {
 });
 
 describe('the mail panel', () => {
+  it('keeps no one-time code of a link in path form, and the links that hold none', async () => {
+    const { data } = await panel('/mail/recorded', 'mail');
+    const m = JSON.stringify(data);
+    for (const code of ['8f14e45fceea167a5a36dedd4bea2543', 'Zx81kq']) expect(m).not.toContain(code);
+    expect(m).toContain('https://app.example.test/reset/[redacted]');
+    expect(m).toContain('https://app.example.test/magic/[redacted]');
+    expect(m).toContain('https://blog.example.test/posts/how-we-built-it-2024-edition');
+  });
+
   it.each(['stream', 'recorded'])('records a message sent through %s, with its addresses, bodies (redacted) and attachments', async (how) => {
     const { status, data, token } = await panel(`/mail/${how}`, 'mail');
     expect(status).toBe(200);
