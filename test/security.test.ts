@@ -1,5 +1,5 @@
 import express, { type Request } from 'express';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import { request as httpRequest } from 'node:http';
@@ -195,6 +195,36 @@ describe('access', () => {
     expect(rebinding).toMatchObject({ ok: false, reason: expect.stringContaining('attacker.example') });
     expect(await ok(checkAccess(req('127.0.0.1', { host: 'dev.internal' }), resolveOptions({ allowedHosts: ['dev.internal'], trustLocal: true }, {})))).toBe(true);
     expect(await ok(checkAccess(req('10.1.2.3'), trusting))).toBe(false);
+  });
+
+  it('does not adopt a key file planted in the store\'s directory: one readable by others, a link, or (as root) one another user owns', async () => {
+    const plants: [string, (file: string) => void][] = [
+      ['readable by others', (file) => chmodSync(file, 0o644)],
+      ['a symbolic link', (file) => {
+        renameSync(file, `${file}.target`);
+        symlinkSync(`${file}.target`, file);
+      }],
+    ];
+    if (process.getuid?.() === 0) plants.push(['owned by another user', (file) => chownSync(file, 65534, 65534)]);
+    for (const [what, plant] of plants) {
+      const database = tempDb();
+      const file = database.replace(/\.sqlite$/, '.key');
+      writeFileSync(file, 'planted-key-0123456789abcdef\n', { mode: 0o600 });
+      plant(file);
+      const told: string[] = [];
+      const planted = webProfiler({ database, trustLocal: false, onError: (message) => told.push(message) });
+      const app = express();
+      app.use(planted);
+      const server = await listen(app);
+      try {
+        const res = await fetch(`${server.url}/_profiler/`, { headers: { 'x-profiler-secret': 'planted-key-0123456789abcdef', accept: 'application/json' } });
+        expect(res.status, what).toBe(403);
+        expect(told.join('\n'), what).toContain(`could not be kept in ${file}`);
+      } finally {
+        await server.close();
+        planted.close();
+      }
+    }
   });
 
   it('refuses other clients unless they present the secret, whatever they claim', async () => {

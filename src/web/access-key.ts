@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, linkSync, mkdirSync, openSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { IncomingMessage } from 'node:http';
 import { isTestRun, type ResolvedOptions } from '../options.js';
@@ -48,13 +48,31 @@ export function madeAccessKey(database: string, tell: (message: string) => void)
   }
 }
 
+/**
+ * The key a file holds, if this user made it: a file another user owns, or that others may read
+ * or write, or a link to one, may have been planted in a shared store directory by someone who
+ * then knows the key. Such a file is refused (and the process keeps a key of its own).
+ */
 function readKey(file: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ELOOP') throw new Error(`${file} is a symbolic link: remove it to have a new key made`);
+    throw err;
+  }
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
+    const { uid, mode } = fstatSync(fd);
+    const own = process.getuid?.();
+    // Windows has no owners or modes to check.
+    if (own !== undefined && uid !== own) throw new Error(`${file} is owned by another user (uid ${uid}): remove it to have a new key made`);
+    if (own !== undefined && (mode & 0o077) !== 0) throw new Error(`${file} may be read or written by other users (mode ${(mode & 0o777).toString(8)}): remove it to have a new key made`);
+    text = readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
   }
   const key = text.trim();
   if (!/^[\w-]{16,200}$/.test(key)) throw new Error(`${file} holds no key (16 or more letters, digits, - or _): remove it to have a new one made`);
