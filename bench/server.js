@@ -111,6 +111,13 @@ const openai = new OpenAI({ baseURL: providerUrl, apiKey: 'sk-bench', maxRetries
 // Loaded, not called: the instruments of both are in place for every route.
 void Anthropic;
 const aiModel = createOpenAI({ baseURL: providerUrl, apiKey: 'sk-bench' }).chat('gpt-4o-mini');
+// A newsletter run in one request: 500 messages of 64 KiB text and HTML each (see the mail panel row).
+app.get('/newsletter', async (_req, res) => {
+  const body = 'x'.repeat(64 * 1024);
+  for (let i = 0; i < 500; i++) await mailer.sendMail({ from: 'news@example.test', to: `reader${i}@example.test`, subject: `Issue ${i}`, text: body, html: `<p>${body}</p>` });
+  res.send('sent');
+});
+
 app.get('/micro/ai', async (req, res) => {
   const n = Number(req.query.n);
   const started = performance.now();

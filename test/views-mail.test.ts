@@ -5,15 +5,17 @@ import nodemailer from 'nodemailer';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webProfiler } from '../src/index.js';
-import { listen, tempDb, type Running } from './helpers.js';
+import { listen, readRows, tempDb, type Running } from './helpers.js';
 
 const views = path.join(import.meta.dirname, 'fixtures', 'views');
 
 let server: Running;
 let profiler: ReturnType<typeof webProfiler>;
+let database: string;
 
 beforeAll(async () => {
-  profiler = webProfiler({ database: tempDb(), onError: () => {} });
+  database = tempDb();
+  profiler = webProfiler({ database, onError: () => {} });
   const app = express();
   app.set('views', views);
   app.set('view engine', 'ejs');
@@ -43,6 +45,12 @@ beforeAll(async () => {
       attachments: [{ filename: 'report.csv', content: 'id,name\n1,Ada\n', contentType: 'text/csv' }, { filename: 'logo.png', content: Buffer.from([137, 80, 78, 71]) }],
     });
     res.json({ messageId: info.messageId });
+  });
+  // A request that sends many large messages (a newsletter run in a request).
+  app.get('/mail-many', async (_req, res) => {
+    const body = 'x'.repeat(60 * 1024);
+    for (let i = 1; i <= 120; i++) await recorded.sendMail({ from: 'news@example.test', to: `reader${i}@example.test`, subject: `Issue ${i}`, text: body, html: `<p>${body}</p>` });
+    res.send('sent');
   });
   app.get('/mail-fails', async (_req, res) => {
     const failing = nodemailer.createTransport({ host: '127.0.0.1', port: 9, connectionTimeout: 500 });
@@ -169,6 +177,23 @@ describe('the mail panel', () => {
     expect(raw).toContain('filename="report.csv"');
     expect(raw).toContain(Buffer.from('id,name\n1,Ada\n').toString('base64'));
     expect(raw).not.toContain(Buffer.from('password=hunter2').toString('base64').slice(0, 16));
+  });
+
+  it('keeps at most 1 MiB of mail content a request, every message listed; previews load as they come into view', async () => {
+    const { status, data, token } = await panel('/mail-many', 'mail');
+    expect(status).toBe(200);
+    expect(data.count).toBe(120);
+    expect(data.messages.map((m: { subject: string }) => m.subject).slice(-1)).toEqual(['Issue 120']);
+    const kept = data.messages.reduce((sum: number, m: { text?: unknown; html?: unknown }) => sum + (typeof m.text === 'string' ? m.text.length : 0) + (typeof m.html === 'string' ? m.html.length : 0), 0);
+    expect(kept).toBeLessThanOrEqual(1024 * 1024);
+    expect(kept).toBeGreaterThan(900 * 1024);
+    expect(data.messages[119]).toMatchObject({ to: ['reader120@example.test'], cut: true });
+    profiler.flush();
+    const [row] = readRows(database).filter((r) => r.token === token);
+    expect(JSON.stringify(row.collectors.mail).length).toBeLessThan(1.2 * 1024 * 1024);
+    const page = await (await fetch(`${server.url}/_profiler/${token}?panel=mail`)).text();
+    expect(page.match(/<iframe [^>]*loading="lazy"/g)?.length).toBe(page.match(/<iframe /g)?.length);
+    expect(page).toContain('past what one request keeps of its mail in all (1 MiB)');
   });
 
   it('serves the HTML preview under a sandbox policy that loads nothing, behind the access check', async () => {

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { requestOf } from '../recording/inside.js';
-import { mailEnded, mailOf, mailStarted } from '../recording/mails.js';
+import { mailEnded, mailStarted } from '../recording/mails.js';
 import { ownerOf, type DriverAdapter } from './driver.js';
 import { esmCopy } from './esm-copy.js';
 
@@ -54,7 +54,7 @@ function hookMailer(mod: unknown): void {
     const ctx = requestOf();
     let entry;
     try {
-      entry = ctx && mailStarted(ctx, String(this.transporter?.name ?? 'unknown'), mailOf(data, ctx.recorder.bodyLimit));
+      entry = ctx && mailStarted(ctx, String(this.transporter?.name ?? 'unknown'), data);
     } catch {
       entry = undefined;
     }

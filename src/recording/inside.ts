@@ -88,6 +88,8 @@ export interface Inside {
   renders: import('./renders.js').RenderEntry[];
   /** Mail sent: see mails.ts. */
   mails: import('./mails.js').MailEntry[];
+  /** Bytes of mail content kept so far (see MAIL_KEPT). */
+  mailKept: number;
   /** Jobs queued. */
   queued: QueuedJob[];
   /** Calls to AI models: see ai.ts. */
@@ -101,7 +103,7 @@ export const MAX_CALLERS = 100;
 
 export function insideOf(ctx: WorkContext): Inside {
   if (ctx.inside !== undefined) return ctx.inside;
-  return (ctx.inside = { queries: [], queryCount: 0, queryTime: 0, calls: [], callCount: 0, marks: [], commands: [], commandCount: 0, renders: [], mails: [], queued: [], ai: [] });
+  return (ctx.inside = { queries: [], queryCount: 0, queryTime: 0, calls: [], callCount: 0, marks: [], commands: [], commandCount: 0, renders: [], mails: [], mailKept: 0, queued: [], ai: [] });
 }
 
 export const sinceStart = (ctx: WorkContext): number => performance.now() - ctx.start;

@@ -42,13 +42,26 @@ export interface MailEntry {
   error: unknown;
 }
 
-export function mailStarted(ctx: WorkContext, transport: string, message: MailMessage): MailEntry | undefined {
-  const mails = insideOf(ctx).mails;
-  if (mails.length >= MAX_QUERIES) return undefined;
+/**
+ * What one request keeps of its messages' bodies and attachments, in all: a request that sends
+ * hundreds would otherwise store (and its panel read) tens of megabytes. Past it, a message keeps
+ * its addresses, subject and headers.
+ */
+export const MAIL_KEPT = 1024 * 1024;
+
+/** A message given to sendMail: copied within the body limit and what is left of the request's MAIL_KEPT. */
+export function mailStarted(ctx: WorkContext, transport: string, data: unknown): MailEntry | undefined {
+  const inside = insideOf(ctx);
+  if (inside.mails.length >= MAX_QUERIES) return undefined;
+  const message = mailOf(data, Math.min(ctx.recorder.bodyLimit, MAIL_KEPT - inside.mailKept));
+  inside.mailKept += keptOf(message);
   const entry: MailEntry = { transport, message, start: sinceStart(ctx), end: -1, info: undefined, error: undefined };
-  mails.push(entry);
+  inside.mails.push(entry);
   return entry;
 }
+
+const sizeOf = (content: MailContent | undefined) => (typeof content === 'string' ? content.length : content instanceof Uint8Array ? content.byteLength : 0);
+const keptOf = (m: MailMessage) => sizeOf(m.text) + sizeOf(m.html) + m.attachments.reduce((sum, a) => sum + sizeOf(a.content), 0);
 
 export function mailEnded(ctx: WorkContext, entry: MailEntry | undefined, error: unknown, info: unknown): void {
   if (entry === undefined || entry.end >= 0) return;
@@ -63,7 +76,7 @@ const ADDRESS_FIELDS = ['from', 'to', 'cc', 'bcc', 'replyTo'] as const;
  * The message's fields, copied as the app gave them to sendMail (nodemailer changes its data as it
  * sends, and streams are read once): text and bytes within `limit` in all, anything else described.
  */
-export function mailOf(data: unknown, limit: number): MailMessage {
+function mailOf(data: unknown, limit: number): MailMessage {
   const d = (data ?? {}) as Record<string, unknown>;
   let left = limit;
   const message: MailMessage = { attachments: [] };

@@ -38,6 +38,9 @@ export interface PagesDeps {
   drew(token: string): boolean;
 }
 
+const RECENT = 8;
+const RECENT_MS = 10_000;
+
 /** Live lists open at once, per profiler: each polls the store. */
 const MAX_STREAMS = 16;
 const POLL_MS = 250;
@@ -57,6 +60,8 @@ const wantsJson = (req: Request) => {
 export function profilerPages(deps: PagesDeps) {
   const { options } = deps;
   const panelOptions = panelOptionsOf(options);
+  /** Profiles read in the last RECENT_MS, by token (the newest RECENT). */
+  const recent = new Map<string, { at: number; profile: ReturnType<typeof readStored> }>();
   // A panel that fails to derive fails on every read of its profile alike: told once.
   const tellPanel = onceEach(options.onError);
   let streams = 0;
@@ -77,7 +82,21 @@ export function profilerPages(deps: PagesDeps) {
    * stored yet is written now (not with the next batch), then read. The request's thread never
    * waits for this; only the page does.
    */
-  async function readProfile(store: ProfileReader, token: string) {
+  function readProfile(store: ProfileReader, token: string): ReturnType<typeof readStored> {
+    // A page and what it loads at once (a mail panel's previews, its downloads) read a profile once:
+    // stored profiles do not change, and reading a large one again for each frame held the app's thread.
+    const now = performance.now();
+    for (const [kept, { at }] of recent) if (now - at > RECENT_MS) recent.delete(kept);
+    const hit = recent.get(token);
+    if (hit !== undefined) return hit.profile;
+    const profile = readStored(store, token);
+    recent.set(token, { at: now, profile });
+    if (recent.size > RECENT) recent.delete(recent.keys().next().value!);
+    profile.then((found) => found || recent.delete(token), () => recent.delete(token));
+    return profile;
+  }
+
+  async function readStored(store: ProfileReader, token: string) {
     const profile = await derived(store, token, panelOptions, tellPanel);
     if (profile || !deps.drew(token)) return profile;
     await deps.settle();
