@@ -132,7 +132,7 @@ export function instrumentBuiltins(tell: (message: string) => void): void {
 }
 
 /** The packages whose loading makes the profiler look for drivers again: by name, or by a path into their folder. */
-const DRIVER_SPECIFIER = /(?:^|[\\/]node_modules[\\/])(?:better-sqlite3|pg|mysql2?|sqlite3|ioredis|redis|@redis\/client|nodemailer|drizzle-orm|bullmq|openai|@anthropic-ai\/sdk)(?:[\\/]|$)/;
+const DRIVER_SPECIFIER = /(?:^|[\\/]node_modules[\\/])(?:better-sqlite3|pg|mysql2?|sqlite3|ioredis|redis|@redis\/client|nodemailer|drizzle-orm|bullmq|openai|@anthropic-ai\/sdk|@nestjs\/(?:core|common))(?:[\\/]|$)/;
 let following = false;
 
 /**
