@@ -20,7 +20,8 @@ export async function launch(): Promise<Browser> {
 
 /** A page that fails the test on any script error, and notes whether injected script ever ran. */
 export async function openPage(browser: Browser, colorScheme: 'light' | 'dark' = 'light', width = 1280): Promise<{ page: Page; errors: string[] }> {
-  const context = await browser.newContext({ viewport: { width, height: 900 }, colorScheme });
+  // A phone's screen (390 × 844), or a laptop's.
+  const context = await browser.newContext({ viewport: { width, height: width < 600 ? 844 : 900 }, colorScheme });
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(String(e)));
@@ -31,9 +32,16 @@ export async function openPage(browser: Browser, colorScheme: 'light' | 'dark' =
   return { page, errors };
 }
 
-export async function shot(page: Page, name: string): Promise<string> {
+export async function shot(page: Page, name: string, fullPage = true): Promise<string> {
   mkdirSync(ARTIFACTS, { recursive: true });
   const file = path.join(ARTIFACTS, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
+  await page.screenshot({ path: file, fullPage });
   return file;
+}
+
+/** Whether the element is whole on the page's first screen, unscrolled. */
+export async function onFirstScreen(page: Page, selector: string): Promise<boolean> {
+  const box = await page.locator(selector).first().boundingBox();
+  const viewport = page.viewportSize();
+  return box !== null && viewport !== null && box.y >= 0 && box.y + box.height <= viewport.height && box.x >= 0 && box.x + box.width <= viewport.width;
 }

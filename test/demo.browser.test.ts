@@ -3,7 +3,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createDemoApp } from '../src/demo/app.js';
 import { configFrom } from '../src/demo/config.js';
-import { CHROMIUM, launch, openPage, shot } from './browser.js';
+import { CHROMIUM, launch, onFirstScreen, openPage, shot } from './browser.js';
 import { listen, tempDir, type Running } from './helpers.js';
 
 const SEED = { username: 'ada', password: 'correct horse battery staple' };
@@ -70,4 +70,74 @@ describe.skipIf(!CHROMIUM)('the demo in chromium', () => {
     await shot(page, 'demo-profile-request');
     expect(errors).toEqual([]);
   });
+
+  it('on a phone, the list\'s first rows are on the first screen; its filters open from one control', async () => {
+    const { page, errors } = await openPage(browser, 'light', 390);
+    await page.goto(`${server.url}/_profiler/?_profiler_secret=${encodeURIComponent(demo.profiler.options.secret!)}`);
+    await page.request.post(`${server.url}/api/authenticate`, { data: { username: 'mallory', password: 'hunter2' } });
+    await page.reload();
+    expect(await onFirstScreen(page, 'tbody tr')).toBe(true);
+    expect(await page.locator('.search-form').isVisible()).toBe(false);
+    await page.click('.fold-label');
+    expect(await page.locator('.search-form input[name="url"]').isVisible()).toBe(true);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  });
+
+  it('every page, at 390 and 1280 px, light and dark: the page itself never scrolls sideways, the panel menu is one row on a phone', async () => {
+    const { page } = await openPage(browser);
+    await page.goto(`${server.url}/_profiler/?_profiler_secret=${encodeURIComponent(demo.profiler.options.secret!)}`);
+    const refused = await page.request.post(`${server.url}/api/authenticate`, { data: { username: 'mallory', password: 'hunter2' } });
+    const token = refused.headers()['x-debug-token'];
+    const missing = await page.request.get(`${server.url}/no/such/page`, { headers: { accept: 'text/html' } });
+    const pages: [string, string][] = [
+      ['list', '/_profiler/'],
+      ['search', '/_profiler/search?status_code=401&url=%2Fapi%2F&type=request'],
+      ['refused', `/_profiler/${token}`],
+      ['refused-logs', `/_profiler/${token}?panel=logs`],
+      ['refused-db', `/_profiler/${token}?panel=db`],
+      ['refused-routing', `/_profiler/${token}?panel=routing`],
+      ['not-found', `/_profiler/${missing.headers()['x-debug-token']}?panel=exception`],
+      ['config', `/_profiler/${token}?panel=config`],
+    ];
+    const cookies = await page.context().cookies();
+    await page.context().close();
+    for (const scheme of ['light', 'dark'] as const) {
+      for (const width of [390, 1280]) {
+        const { page: p, errors } = await openPage(browser, scheme, width);
+        await p.context().addCookies(cookies);
+        for (const [name, url] of pages) {
+          await p.goto(server.url + url);
+          const overflow = await p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+          expect(overflow, `${name} ${scheme} ${width}`).toBeLessThanOrEqual(0);
+          if (width === 390 && url.includes(token)) {
+            const rows = await p.evaluate(() => new Set([...document.querySelectorAll('.menu li')].map((li) => Math.round(li.getBoundingClientRect().top))).size);
+            expect(rows, `${name}: the panel menu's rows`).toBe(1);
+          }
+          await shot(p, `pages-${name}-${scheme}-${width}`, false);
+        }
+        expect(errors).toEqual([]);
+        await p.context().close();
+      }
+    }
+  });
+
+  for (const scheme of ['light', 'dark'] as const) {
+    for (const width of [390, 1280]) {
+      it(`the profile a refused sign-in links to shows its message and warning on the first screen (${scheme}, ${width} px)`, async () => {
+        const { page, errors } = await openPage(browser, scheme, width);
+        await page.goto(`${server.url}/_profiler/?_profiler_secret=${encodeURIComponent(demo.profiler.options.secret!)}`);
+        const refused = await page.request.post(`${server.url}/api/authenticate`, { data: { username: 'mallory', password: 'hunter2' } });
+        expect(refused.status()).toBe(401);
+        await page.goto(refused.headers()['x-debug-token-link']);
+        expect(await page.locator('.failure-message').textContent()).toBe('Invalid credentials.');
+        expect(await page.locator('.failure-lines li').first().textContent()).toContain('Authentication refused');
+        expect(await onFirstScreen(page, '.failure-message')).toBe(true);
+        expect(await onFirstScreen(page, '.failure-lines li')).toBe(true);
+        await shot(page, `demo-refused-${scheme}-${width}`, false);
+        expect(errors).toEqual([]);
+        await page.context().close();
+      });
+    }
+  }
 });

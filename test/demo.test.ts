@@ -261,4 +261,22 @@ describe('the admin interface', () => {
     expect(routing).toMatch(/<td class="mono">\/api\/authenticate<\/td><td class="mono">POST<\/td><td class="lvl-info">Matches: this route answered/);
     expect(routing).toContain('<td class="mono">/login</td>');
   });
+
+  it('the profile a refused authentication links to opens on why: the message it answered, the line that sent it, its warning', async () => {
+    const reply = await call(demo.url, 'POST', '/api/authenticate', { headers: json, body: JSON.stringify({ username: 'eve', password: 'secret-guess' }) });
+    demo.profiler.flush();
+    const page = (await call(demo.url, 'GET', new URL(reply.headers['x-debug-token-link'] as string).pathname)).body;
+    const failure = /<section class="card failure"[\s\S]*?<\/section>/.exec(page)?.[0] ?? '';
+    expect(failure).toContain('<span class="badge s-client">401</span> Unauthorized');
+    expect(failure).toContain('<p class="failure-message">Invalid credentials.</p>');
+    expect(failure).toMatch(/Sent from <span class="mono">[^<]*src\/demo\/api\.ts:\d+<\/span>, called from <span class="mono">[^<]*src\/demo\/api\.ts:\d+<\/span>/);
+    expect(failure).toMatch(/<span class="level lvl-warn">warn<\/span> <span class="msg">Authentication refused<\/span>/);
+    expect(failure).toContain(`href="/_profiler/${reply.headers['x-debug-token']}?panel=logs#log-table-1"`);
+    // The logs' badge says there is a warning.
+    expect(page).toMatch(/<span>Logs<\/span><span class="badge s-client">1<\/span>/);
+    // A request that succeeded shows none.
+    const ok = await call(demo.url, 'POST', '/api/authenticate', { headers: json, body: JSON.stringify(SEED) });
+    demo.profiler.flush();
+    expect((await call(demo.url, 'GET', new URL(ok.headers['x-debug-token-link'] as string).pathname)).body).not.toContain('class="card failure"');
+  });
 });

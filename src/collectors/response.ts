@@ -10,6 +10,8 @@ export interface ResponseData {
   headers: Record<string, unknown>;
   body: BodyData;
   aborted: boolean;
+  /** The app's line that sent a 4xx or 5xx no exception explains. */
+  answeredAt?: string[];
 }
 
 export const response: CorePanel<ResponseData> = {
@@ -18,7 +20,7 @@ export const response: CorePanel<ResponseData> = {
   collect(s) {
     if (s.command !== undefined) return undefined;
     const r = s.response;
-    return { status: r.status, statusMessage: r.statusMessage, headers: r.headers, body: r.body, aborted: s.aborted };
+    return { status: r.status, statusMessage: r.statusMessage, headers: r.headers, body: r.body, aborted: s.aborted, ...(r.answeredAt === undefined || r.answeredAt.length === 0 ? {} : { answeredAt: r.answeredAt }) };
   },
   unpack(s: Omit<ResponseData, 'status' | 'statusMessage' | 'aborted' | 'body'> & { status?: number; statusMessage?: string | null; aborted?: true; body: StoredBody }, summary) {
     const status = s.status ?? summary.status;

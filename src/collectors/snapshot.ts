@@ -36,6 +36,8 @@ export interface Snapshot extends Pick<Captured, 'token' | 'parent' | 'time' | '
     statusMessage: string;
     headers: Record<string, unknown>;
     body: BodyData;
+    /** The app's line that sent a failure no exception explains. */
+    answeredAt?: string[];
   };
   route?: string;
   params: unknown;
@@ -92,6 +94,7 @@ export function snapshotOf(r: ProfileRecord, summary: ProfileSummary, config: un
       statusMessage: r.statusMessage === undefined ? STATUS_CODES[summary.status]! : (r.statusMessage ?? undefined)!,
       headers: redactHeaders(responseHeaders, keys),
       body: bodyOf(r.responseBody, typeOf(responseHeaders)),
+      answeredAt: r.answeredAt,
     },
     route: r.route,
     params: r.params ?? {},

@@ -29,29 +29,56 @@ const SHORT = 7;
 const LONG = 40;
 
 function frameIn(depth: number): string | undefined | null {
+  const stack = stackOf(depth, frameIn);
+  for (const site of stack) {
+    const at = appLine(site);
+    if (at !== undefined) return at;
+  }
+  // null: none in a stack that was cut short, worth a deeper look; undefined: there is none.
+  return stack.length >= depth && depth < LONG ? null : undefined;
+}
+
+/**
+ * The app's lines that led here, innermost first, at most `max` (a helper's line, then the
+ * route's that called it): for a response that failed, where it was sent from.
+ */
+export function callerFrames(max: number): string[] {
+  const out: string[] = [];
+  for (const site of stackOf(LONG, callerFrames)) {
+    const at = appLine(site);
+    if (at !== undefined && out.push(at) >= max) break;
+  }
+  return out;
+}
+
+function stackOf(depth: number, above: Function): Site[] {
   const limit = Error.stackTraceLimit;
   const prepare = Error.prepareStackTrace;
   const holder: { stack?: Site[] } = {};
   Error.stackTraceLimit = depth;
   Error.prepareStackTrace = sites as typeof Error.prepareStackTrace;
   try {
-    Error.captureStackTrace(holder, frameIn);
-    const stack = holder.stack ?? [];
-    for (const site of stack) {
-      const name = site.getFileName();
-      // Tested on the name as V8 has it (a path, or a file: URL for an ES module): converting each costs more than the stack.
-      if (name === undefined || name === null || name.startsWith('node:') || isOwn(name) || name.includes('/node_modules/') || name.includes(NODE_MODULES)) continue;
-      const file = name.startsWith('file://') ? fileURLToPath(name) : name;
-      if (!path.isAbsolute(file)) continue;
-      return original(name, file, site.getLineNumber() ?? 0, site.getColumnNumber() ?? 0);
-    }
-    // null: none in a stack that was cut short, worth a deeper look; undefined: there is none.
-    return stack.length >= depth && depth < LONG ? null : undefined;
+    Error.captureStackTrace(holder, above);
+    return holder.stack ?? [];
   } catch {
-    return undefined;
+    return [];
   } finally {
     Error.prepareStackTrace = prepare;
     Error.stackTraceLimit = limit;
+  }
+}
+
+/** `file:line` of a frame of the app's own, or undefined for Node's, a library's or this package's. */
+function appLine(site: Site): string | undefined {
+  const name = site.getFileName();
+  // Tested on the name as V8 has it (a path, or a file: URL for an ES module): converting each costs more than the stack.
+  if (name === undefined || name === null || name.startsWith('node:') || isOwn(name) || name.includes('/node_modules/') || name.includes(NODE_MODULES)) return undefined;
+  const file = name.startsWith('file://') ? fileURLToPath(name) : name;
+  if (!path.isAbsolute(file)) return undefined;
+  try {
+    return original(name, file, site.getLineNumber() ?? 0, site.getColumnNumber() ?? 0);
+  } catch {
+    return undefined;
   }
 }
 

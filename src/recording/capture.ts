@@ -50,6 +50,7 @@ export interface Captured {
   head: string | Record<string, unknown>;
   responseBody: WireBody;
   route?: string;
+  answeredAt?: string[];
   params?: unknown;
   /** (kind TAB name, entered at) pairs: see layers.ts. */
   trail: unknown[];
@@ -115,6 +116,7 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     head,
     responseBody: bodyOf(ctx.bodyChunks, ctx.bodySize, limit),
     route: ctx.route,
+    answeredAt: ctx.answeredAt,
     params: ctx.params === undefined ? undefined : plain(ctx.params, QUERY_BUDGET),
     trail: describeTrail(ctx.trail),
     logs: undefined,

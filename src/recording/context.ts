@@ -77,6 +77,8 @@ export interface RequestContext extends WorkContext {
   trail: unknown[];
   /** The route that answers (its mount path and pattern) and its params, as they were when it was entered; cleared when it passes on. */
   route: string | undefined;
+  /** The app's lines that sent a 4xx or 5xx no exception explains (its res.status(401).json(…), and the line that called a helper doing so): where to look first. */
+  answeredAt: string[] | undefined;
   routeLayers: unknown[] | undefined;
   params: unknown;
   /** The toolbar has been put in the body. */

@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { contextOf, kContext, requestStarted, type RecorderSettings, type RequestContext } from './context.js';
 import { hookLayers } from './layers.js';
 import { logger, pinoHttpLoaded, RequestLogger } from './logger.js';
+import { callerFrames } from './caller.js';
 import { answeredFrom, serverTiming } from './inside.js';
 import { cpuNoteOther, cpuRunning, startCpu, stopCpu } from './cpu.js';
 import { isToken } from './token.js';
@@ -57,6 +58,7 @@ export function recorder(deps: RecorderDeps) {
       error: undefined,
       described: undefined,
       route: undefined,
+      answeredAt: undefined,
       routeLayers: undefined,
       params: undefined,
       toolbar: false,
@@ -166,6 +168,8 @@ function patchPrototypes(req: Request, res: Response) {
     const ctx = this[kContext];
     if (ctx === undefined || this.headersSent) return writeHead0.call(this, status, reason, headers);
     answeredFrom(ctx);
+    // A refusal or a failure no exception explains: the app's line that sent it (a stack, on failures only).
+    if (ctx.error === undefined && Number(status) >= 400) ctx.answeredAt = callerFrames(2);
     // Node takes (status, headers) as well as (status, reason, headers).
     if (typeof reason === 'string') return writeHead0.call(this, status, reason, stamped(this, ctx, headers));
     return writeHead0.call(this, status, stamped(this, ctx, reason), headers);

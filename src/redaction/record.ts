@@ -85,6 +85,8 @@ export interface ProfileRecord {
   /** Its content type is left out when it is the response's, `truncated` when false. */
   responseBody: BodyData;
   route?: string;
+  /** See RequestContext.answeredAt. */
+  answeredAt?: string[];
   params?: unknown;
   trail: unknown[];
   logs?: LogLine[];
@@ -180,6 +182,7 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
     head: typeof head.head === 'string' ? derivedHead(head.head, summary) : head.head,
     responseBody: stored(responseBody, head.contentType),
     route: c.route,
+    answeredAt: c.answeredAt?.length ? c.answeredAt : undefined,
     params: request.params === undefined || isEmpty(request.params) ? undefined : request.params,
     trail: roundTimes(c.trail),
     ...work,

@@ -10,6 +10,8 @@ export interface MenuEntry {
   id: string;
   title: string;
   badge?: string | number;
+  /** The panel holds errors (or, for logs, warnings): its badge stands out. */
+  level?: 'error' | 'warn';
   available: boolean;
 }
 
@@ -27,8 +29,71 @@ export function menuOf(profile: Profile, panels: PanelInfo[]): MenuEntry[] {
     } catch {
       badge = undefined;
     }
-    return { id: c.id, title: c.title, badge, available: data !== undefined || Boolean(profile.collectorErrors?.[c.id]) };
+    return { id: c.id, title: c.title, badge, level: levelOf(c.id, data), available: data !== undefined || Boolean(profile.collectorErrors?.[c.id]) };
   });
+}
+
+/** Whether a panel holds what went wrong: an exception, error lines (warnings), failed statements, calls, commands, messages. */
+function levelOf(id: string, data: unknown): MenuEntry['level'] {
+  if (data === undefined || data === null) return undefined;
+  if (id === 'exception') return 'error';
+  const d = data as { counts?: { error?: number; warn?: number }; errors?: unknown; failed?: unknown; status?: unknown };
+  if (id === 'logs') return (d.counts?.error ?? 0) > 0 ? 'error' : (d.counts?.warn ?? 0) > 0 ? 'warn' : undefined;
+  if (id === 'response' && typeof d.status === 'number') return d.status >= 500 ? 'error' : d.status >= 400 ? 'warn' : undefined;
+  return (typeof d.errors === 'number' && d.errors > 0) || (typeof d.failed === 'number' && d.failed > 0) ? 'error' : undefined;
+}
+
+/** What a failed request that threw nothing shows first: see failureOf. */
+export interface Failure {
+  status: number;
+  title: string;
+  /** What the response said: a JSON `message`, `error`, `detail` or `title`, or its text. */
+  message?: string;
+  /** The app's lines that sent it, innermost first. */
+  answeredAt: string[];
+  /** Its error and warning log lines, first ones first (n: the line's place in the logs panel). */
+  lines: { n: number; level: string; message: string; logger?: string }[];
+  moreLines: number;
+}
+
+const SHOWN_LINES = 5;
+const MESSAGE_KEYS = ['message', 'error', 'detail', 'title', 'error_description', 'reason'];
+
+/**
+ * A 4xx or 5xx that no exception explains (a refused sign-in, a validation's 422): what the
+ * response said, the line that sent it, and the request's warnings and errors, on the page a
+ * profile link opens, so that why it failed takes no click. Undefined for anything else.
+ */
+export function failureOf(profile: Profile): Failure | undefined {
+  if (profile.type === 'command' || profile.status < 400 || profile.collectors.exception !== undefined) return undefined;
+  const response = profile.collectors.response as { statusMessage?: string; body?: BodyData; answeredAt?: string[] } | undefined;
+  const logs = (profile.collectors.logs as { lines?: { level: string; message: string; logger?: string }[] } | undefined)?.lines ?? [];
+  const failing = logs.map((line, i) => ({ n: i + 1, level: line.level, message: line.message, logger: line.logger })).filter((line) => line.level === 'error' || line.level === 'warn');
+  return {
+    status: profile.status,
+    title: response?.statusMessage ?? '',
+    message: response?.body === undefined ? undefined : messageOf(response.body),
+    answeredAt: response?.answeredAt ?? [],
+    lines: failing.slice(0, SHOWN_LINES),
+    moreLines: Math.max(0, failing.length - SHOWN_LINES),
+  };
+}
+
+/** The message a response body gives, as APIs give one (problem JSON, `{ error }`, `{ errors: [{ message }] }`), or its text. */
+function messageOf(body: BodyData): string | undefined {
+  const found = (value: unknown, depth: number): string | undefined => {
+    if (typeof value === 'string') return value.trim() === '' ? undefined : value;
+    if (depth > 2 || value === null || typeof value !== 'object') return undefined;
+    if (Array.isArray(value)) return value.length > 0 ? found(value[0], depth + 1) : undefined;
+    const o = value as Record<string, unknown>;
+    for (const key of MESSAGE_KEYS) {
+      const text = found(o[key], depth + 1);
+      if (text !== undefined) return text;
+    }
+    return found(o.errors, depth + 1);
+  };
+  const text = body.json !== undefined ? found(body.json, 0) : body.kind === 'text' && !/html|xml/i.test(body.contentType ?? '') ? body.text?.trim() : undefined;
+  return text === undefined || text === '' ? undefined : text.length > 300 ? `${text.slice(0, 300)}…` : text;
 }
 
 /** What the toolbar shows, from a stored profile. */

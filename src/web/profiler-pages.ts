@@ -17,7 +17,7 @@ import { asCurl, asFetch } from './replay.js';
 import { emlOf } from './eml.js';
 import type { MailData } from '../collectors/mail.js';
 import { compareProfiles, differencesOf } from './compare.js';
-import { callReplayOf, menuOf, parentLinkOf, replayOf, toolbarSummary } from './profile-view.js';
+import { callReplayOf, failureOf, menuOf, parentLinkOf, replayOf, toolbarSummary } from './profile-view.js';
 import { originOf } from '../recording/url.js';
 import { driverReport } from '../instruments/index.js';
 import { DRIVER_PANELS, type DriverPanel } from '../instruments/driver.js';
@@ -193,6 +193,8 @@ export function profilerPages(deps: PagesDeps) {
       view: VIEWS.has(panelId) ? panelId : 'generic',
       error: profile.collectorErrors?.[panelId],
       routes,
+      // A failure that threw nothing: what explains it, on the page a link opens and on the request panel.
+      failure: panelId === 'request' ? failureOf(profile) : undefined,
       editorLink: options.editorLink,
       // An empty panel of a library's kind says what this process follows and what it cannot; the configuration lists all.
       coverage: data === undefined && isDriverPanel(panelId) ? driverReport(panelId) : undefined,

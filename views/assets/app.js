@@ -21,6 +21,10 @@
       apply(saved);
     });
 
+    // On a narrow screen the panel menu is one row that scrolls: the open panel is brought into it.
+    var current = document.querySelector('.menu [aria-current]');
+    if (current && current.scrollIntoView && window.matchMedia && window.matchMedia('(max-width: 820px)').matches) current.scrollIntoView({ block: 'nearest', inline: 'center' });
+
     // Tabs: arrow keys move between tabs, as the ARIA pattern has it.
     document.querySelectorAll('.tabs').forEach(function (tabs) {
       var list = Array.prototype.slice.call(tabs.querySelectorAll('[role="tab"]'));
