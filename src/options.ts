@@ -30,7 +30,7 @@ export interface ProfilerOptions {
   maxProfiles?: number;
   /** Retention: the oldest profile kept, in milliseconds. Default 2 days. */
   maxAge?: number;
-  /** Who may see the profiler: it lets in exactly the requests for which it returns (or resolves to) `true`. Default: see README, Access. */
+  /** Who may see the profiler: it lets in exactly the requests for which it returns (or resolves to) `true`. Default: see docs/security.md, Access. */
   authorize?: (req: Request) => boolean | Promise<boolean>;
   /**
    * The key every client presents to see the profiler (header X-Profiler-Secret, or
