@@ -273,7 +273,7 @@ describe('the admin interface', () => {
     expect(failure).toMatch(/<span class="level lvl-warn">warn<\/span> <span class="msg">Authentication refused<\/span>/);
     expect(failure).toContain(`href="/_profiler/${reply.headers['x-debug-token']}?panel=logs#log-table-1"`);
     // The logs' badge says there is a warning.
-    expect(page).toMatch(/<span>Logs<\/span><span class="badge s-client">1<\/span>/);
+    expect(page).toMatch(/<span>Logs<\/span><span class="badge s-client" title="1">1<\/span>/);
     // A request that succeeded shows none.
     const ok = await call(demo.url, 'POST', '/api/authenticate', { headers: json, body: JSON.stringify(SEED) });
     demo.profiler.flush();

@@ -214,7 +214,8 @@ describe('database queries: better-sqlite3, no setup', () => {
     expect(db.queries[0].nPlusOne).toBe(false);
 
     const page = await (await fetch(`${app.url}/_profiler/${token}?panel=db`)).text();
-    expect(page).toMatch(/<span class="badge">9 · N\+1<\/span>/);
+    // A likely N+1 makes the panel's badge stand out, as a warning.
+    expect(page).toMatch(/<span class="badge s-client" title="9 · N\+1">9 · N\+1<\/span>/);
     expect(page).toContain('Likely N+1:</strong> this statement ran 8 times from');
     const toolbar = await (await fetch(`${app.url}/_wdt/${token}`)).text();
     expect(toolbar).toMatch(/DB<\/span> <span class="wp-wdt-mono">9 in [\d.]+ ms<\/span>/);

@@ -40,7 +40,9 @@ function levelOf(id: string, data: unknown): MenuEntry['level'] {
   const d = data as { counts?: { error?: number; warn?: number }; errors?: unknown; failed?: unknown; status?: unknown };
   if (id === 'logs') return (d.counts?.error ?? 0) > 0 ? 'error' : (d.counts?.warn ?? 0) > 0 ? 'warn' : undefined;
   if (id === 'response' && typeof d.status === 'number') return d.status >= 500 ? 'error' : d.status >= 400 ? 'warn' : undefined;
-  return (typeof d.errors === 'number' && d.errors > 0) || (typeof d.failed === 'number' && d.failed > 0) ? 'error' : undefined;
+  if ((typeof d.errors === 'number' && d.errors > 0) || (typeof d.failed === 'number' && d.failed > 0)) return 'error';
+  // A likely N+1 is a warning.
+  return ((data as { nPlusOne?: number }).nPlusOne ?? 0) > 0 ? 'warn' : undefined;
 }
 
 /** What a failed request that threw nothing shows first: see failureOf. */
