@@ -77,7 +77,7 @@ const call = async (name: string, args: Record<string, unknown> = {}) => {
 describe('web-profiler mcp', () => {
   it('offers read-only tools with schemas', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['get_profile', 'latest_errors', 'search_requests']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['get_profile', 'latest_errors', 'request_as_test', 'search_requests']);
     for (const tool of tools) {
       expect(tool.inputSchema.type).toBe('object');
       expect(tool.annotations?.readOnlyHint).toBe(true);
@@ -128,6 +128,17 @@ describe('web-profiler mcp', () => {
       expect(text).toMatch(/more characters cut/);
       expect(text).not.toContain(LONG_NAME.slice(0, 5000));
     }
+  });
+
+  it('hands over a failed request as a test that sends it again and checks its answer', async () => {
+    const made = await call('request_as_test', { token: failed, runner: 'vitest' });
+    expect(made.isError).toBeFalsy();
+    const { file, test } = made.structuredContent.recorded;
+    expect(file).toBe(`${failed}.test.mjs`);
+    expect(test).toContain("import { test } from 'vitest';");
+    expect(test).toContain(`const res = await fetch(new URL("/orders/13", BASE_URL)`);
+    expect(test).toContain('assert.equal(res.status, 500');
+    expect((await call('request_as_test', { token: job })).isError).toBe(true);
   });
 
   it('cuts long answers to a size a model can read, and says so', async () => {

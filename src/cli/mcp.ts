@@ -9,6 +9,9 @@ import { isToken } from '../recording/token.js';
 import type { Profile, ProfileSummary } from '../storage/profile.js';
 import { openReader } from '../storage/open.js';
 import type { ProfileReader } from '../storage/reader.js';
+import type { BodyData } from '../redaction/body.js';
+import { replayOf } from '../web/profile-view.js';
+import { asTest, RUNNERS, type Runner } from '../web/replay-test.js';
 import type { SearchFilter } from '../storage/query.js';
 
 /** What one answer may hold, about: a model reads it all, so long bodies and traces are cut. */
@@ -161,6 +164,23 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
     const data = profile.collectors[panel];
     if (data === undefined) return failure(`Profile ${token} has nothing in panel "${panel}". It has: ${Object.keys(profile.collectors).filter((id) => PANELS.includes(id)).join(', ')}.`);
     return answer({ token, panel, data }, PANEL_TEXT);
+  });
+
+  server.registerTool('request_as_test', {
+    title: 'A recorded request as a test',
+    description: `A test file that sends a recorded request again (to process.env.BASE_URL, by default the origin it was recorded on) and asserts the status and JSON body it got: to reproduce a failure before fixing it. Values the profiler redacted are read from WP_SECRET_n variables, named in the file. Runners: ${RUNNERS.join(', ')}. ${UNTRUSTED}`,
+    inputSchema: {
+      token: z.string().describe('6 to 32 lowercase hex characters'),
+      runner: z.enum(RUNNERS as [Runner, ...Runner[]]).default('node').describe('node (node --test), vitest or jest'),
+    },
+    annotations: readOnly,
+  }, async ({ token, runner }) => {
+    if (!isToken(token)) return failure(`"${token}" is not a token: tokens are 6 to 32 lowercase hex characters.`);
+    const profile = await readSoon(store, token);
+    const target = profile && replayOf(profile);
+    if (!profile || !target) return failure(`No request is stored for token ${token}: it was never recorded, it was pruned, or it is a command.`);
+    const response = profile.collectors.response as { body?: BodyData } | undefined;
+    return answer({ token, runner: runner ?? 'node', file: `${token}.test.${runner === 'jest' ? 'cjs' : 'mjs'}`, test: asTest(target, { status: profile.status, body: response?.body }, runner ?? 'node', undefined, token) }, PANEL_TEXT);
   });
 
   server.registerTool('latest_errors', {

@@ -14,8 +14,10 @@ import { performance } from 'node:perf_hooks';
 import type { ExplainRegistry } from './explain.js';
 import type { DbData } from '../collectors/db.js';
 import { asCurl, asFetch } from './replay.js';
+import { asTest, RUNNERS, type Runner } from './replay-test.js';
 import { emlOf } from './eml.js';
 import type { MailData } from '../collectors/mail.js';
+import type { BodyData } from '../redaction/body.js';
 import { compareProfiles, differencesOf } from './compare.js';
 import { callReplayOf, failureOf, menuOf, parentLinkOf, replayOf, toolbarSummary } from './profile-view.js';
 import { originOf } from '../recording/url.js';
@@ -279,6 +281,8 @@ export function profilerPages(deps: PagesDeps) {
     if (cpu) return cpuDownload(req, res, cpu[1]);
     const replay = /^\/_profiler\/([0-9a-f]{6,32})\/(curl|fetch)$/.exec(path);
     if (replay) return replayPage(req, res, replay[1], replay[2] as 'curl' | 'fetch');
+    const test = /^\/_profiler\/([0-9a-f]{6,32})\/test$/.exec(path);
+    if (test) return testPage(req, res, test[1]);
     const mail = /^\/_profiler\/([0-9a-f]{6,32})\/mail\/(\d{1,4})(\.eml)?$/.exec(path);
     if (mail) return mailPage(req, res, mail[1], Number(mail[2]), mail[3] !== undefined);
     const explain = /^\/_profiler\/([0-9a-f]{6,32})\/db\/(\d{1,4})\/explain$/.exec(path);
@@ -437,6 +441,26 @@ export function profilerPages(deps: PagesDeps) {
     // The request goes to this app, whatever Host it was sent with; an outgoing call, where the app sent it.
     const served = call === undefined ? originOf(req) : undefined;
     res.end(as === 'curl' ? asCurl(target, served) : asFetch(target, served));
+  }
+
+  /**
+   * The request as a test file for ?runner=node (default), vitest or jest: it sends the request
+   * again to BASE_URL (this app by default) and asserts the status and JSON body it got.
+   */
+  async function testPage(req: Request, res: Response, token: string) {
+    const runner = (req.query.runner ?? 'node') as Runner;
+    if (!RUNNERS.includes(runner)) return fail(req, res, 400, 'Unknown runner', `"${String(req.query.runner)}" is no runner this makes tests for: ${RUNNERS.join(', ')}.`);
+    const store = withStore(req, res);
+    if (!store) return;
+    const profile = await readProfile(store, token);
+    if (!profile) return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}".`);
+    const target = replayOf(profile);
+    if (!target) return fail(req, res, 404, 'Nothing to replay', 'This profile has no request to send again.');
+    const response = profile.collectors.response as { body?: BodyData } | undefined;
+    res.setHeader('Content-Type', 'text/javascript; charset=utf-8');
+    res.setHeader('Content-Disposition', `inline; filename="${token}.test.${runner === 'jest' ? 'cjs' : 'mjs'}"`);
+    res.setHeader('Cache-Control', 'no-store');
+    res.end(asTest(target, { status: profile.status, body: response?.body }, runner, originOf(req), token));
   }
 
   /** A query's plan, by reference: the SQL and the connection are the app's own, never anything the browser sends. */

@@ -11,7 +11,7 @@ export interface Replayable {
 }
 
 /** A value with the secrets the profiler took out as named holes: text, then a variable, then text… */
-interface Holed {
+export interface Holed {
   parts: string[];
   vars: string[];
 }
@@ -21,7 +21,7 @@ interface Holed {
  * it stands for. Never a name a client chose: a field named HOME, AWS_SECRET_ACCESS_KEY or
  * GITHUB_TOKEN would have sent the developer's own value wherever the command goes.
  */
-class Holes {
+export class Holes {
   readonly legend: [string, string][] = [];
 
   /** Each `[redacted]` in `text` becomes the next variable, noted as the value of the `name=` or `"name":` before it, else of `field`. */
@@ -58,7 +58,7 @@ function shellWord(value: Holed): string {
 }
 
 /** A body to send again, as text with holes, or why it cannot be. */
-function bodyOf(body: BodyData | undefined, holes: Holes): { holed?: Holed; note?: string } {
+export function bodyOf(body: BodyData | undefined, holes: Holes): { holed?: Holed; note?: string } {
   if (body === undefined || body.size === 0) return {};
   if (body.truncated) return { note: `the body (${body.size} bytes) was cut at the profiler's body limit: it is not sent` };
   if (body.kind === 'binary') return { note: `the body (${body.size} bytes of ${body.contentType ?? 'binary data'}) was not kept: it is not sent` };
@@ -75,7 +75,7 @@ function bodyOf(body: BodyData | undefined, holes: Holes): { holed?: Holed; note
   return body.text === undefined ? {} : { holed: holes.cut(body.text, 'body') };
 }
 
-function headersOf(headers: Record<string, unknown>, holes: Holes): [string, Holed][] {
+export function headersOf(headers: Record<string, unknown>, holes: Holes): [string, Holed][] {
   const out: [string, Holed][] = [];
   for (const [name, value] of Object.entries(headers)) {
     if (OWN_HEADERS.has(name.toLowerCase())) continue;
@@ -99,7 +99,7 @@ const preamble = (notes: string[], comment: string, holes?: Holes) => {
  * can set: the command is aimed at the origin the profiler is being read on (this app), and a
  * recorded Host that is not it is said loudly. An outgoing call's URL is what the app called.
  */
-function target(r: Replayable, served: string | undefined, notes: string[]): string {
+export function target(r: Replayable, served: string | undefined, notes: string[]): string {
   if (served === undefined) return r.url;
   let recorded: URL;
   try {
@@ -132,7 +132,7 @@ export function asCurl(r: Replayable, served?: string): string {
 }
 
 /** A JavaScript string of a value with holes: a template literal whose holes are the variables. */
-function jsString(h: Holed): string {
+export function jsString(h: Holed): string {
   if (h.vars.length === 0) return JSON.stringify(h.parts[0]);
   const escape = (s: string) => s.replace(/[\\`]/g, (c) => `\\${c}`).replace(/\$\{/g, '\\${');
   return `\`${h.parts.map((p, i) => escape(p) + (i < h.vars.length ? `\${${h.vars[i]}}` : '')).join('')}\``;

@@ -1,0 +1,93 @@
+import type { BodyData } from '../redaction/body.js';
+import { REDACTED } from '../redaction/redact.js';
+import { bodyOf, headersOf, Holes, jsString, target, type Holed, type Replayable } from './replay.js';
+
+export type Runner = 'node' | 'vitest' | 'jest';
+export const RUNNERS: Runner[] = ['node', 'vitest', 'jest'];
+
+/** What the recorded response said, to be asserted again. */
+export interface Answered {
+  status: number;
+  body?: BodyData;
+}
+
+/** A value that differs from one run to the next: asserted by its type, not its value. */
+const VARYING_KEY = /(^|_|-)(id|uuid|token|nonce|time|timestamp|date|at|created|updated|expires?|expiry|exp|iat|nbf|etag|version)$|(Id|Uuid|Token|Time|Date|At|Expires)$/;
+const VARYING_TEXT = /^(\d{4}-\d{2}-\d{2}[T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|(?=.*\d)(?=.*[A-Za-z])[\w+/=.~:-]{20,})$/i;
+
+/**
+ * The JSON a response answered, as a check: every value that stays the same from run to run as
+ * itself, and those that vary (ids, times, tokens, values the profiler redacted) by their type.
+ * `lines` are assertion statements on `body`.
+ */
+function checksOf(value: unknown, path: string, key: string, lines: string[]): void {
+  const at = (k: string | number) => (typeof k === 'number' ? `${path}[${k}]` : /^[A-Za-z_$][\w$]*$/.test(k) ? `${path}.${k}` : `${path}[${JSON.stringify(k)}]`);
+  if (value !== null && typeof value === 'object') {
+    if (Array.isArray(value)) {
+      lines.push(`assert.ok(Array.isArray(${path}), ${JSON.stringify(`${path} is an array`)});`);
+      lines.push(`assert.equal(${path}.length, ${value.length});`);
+      value.slice(0, 20).forEach((item, i) => checksOf(item, at(i), key, lines));
+      return;
+    }
+    lines.push(`assert.equal(typeof ${path}, 'object');`);
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) checksOf(v, at(k), k, lines);
+    return;
+  }
+  const varies = value === REDACTED || (VARYING_KEY.test(key) && value !== null && typeof value !== 'boolean') || (typeof value === 'string' && VARYING_TEXT.test(value));
+  if (varies) lines.push(`assert.equal(typeof ${path}, ${JSON.stringify(typeof value)});`);
+  else lines.push(`assert.deepEqual(${path}, ${JSON.stringify(value)});`);
+}
+
+/**
+ * A recorded request as a test file that sends it again to `process.env.BASE_URL` (APP_URL under
+ * vitest; by default the app it was recorded on) and asserts the status it got and, for a JSON answer, its body. What the
+ * profiler redacted is read from `process.env.WP_SECRET_n`: no secret is written in the file.
+ */
+export function asTest(r: Replayable, answered: Answered, runner: Runner, served: string | undefined, token: string): string {
+  const holes = new Holes();
+  const notes: string[] = [];
+  const url = new URL(target(r, served, notes));
+  const path = jsString(holes.cut(url.pathname + url.search, 'url'));
+  const headers = headersOf(r.headers, holes)
+    // Cookies of a browser's session, and the profiler's own, are not the request's to send again.
+    .filter(([name]) => !/^(cookie|x-debug-|x-profiler-|sec-|upgrade-insecure-requests$|if-none-match$|if-modified-since$)/i.test(name))
+    .map(([name, h]) => {
+      const value: Holed = { parts: [h.parts[0].slice(name.length + 2), ...h.parts.slice(1)], vars: h.vars };
+      return `      ${JSON.stringify(name)}: ${jsString(value)},`;
+    });
+  const body = bodyOf(r.body, holes);
+  if (body.note) notes.push(`Note: ${body.note}.`);
+  const method = r.method.toUpperCase();
+  const checks: string[] = [`assert.equal(res.status, ${answered.status}, \`${method} answered \${res.status}, recorded ${answered.status}\`);`];
+  const json = answered.body?.kind === 'json' && !answered.body.truncated && method !== 'HEAD' ? answered.body.json : undefined;
+  if (json !== undefined) {
+    checks.push('const body = await res.json();');
+    checksOf(json, 'body', '', checks);
+  }
+  const head = runner === 'jest'
+    ? ["const assert = require('node:assert/strict');"]
+    : [runner === 'node' ? "import { test } from 'node:test';" : "import { test } from 'vitest';", "import assert from 'node:assert/strict';"];
+  const run = runner === 'node' ? `node --test ${token}.test.mjs` : runner === 'vitest' ? `npx vitest run ${token}.test.mjs` : `npx jest ${token}.test.cjs`;
+  // Vite (so vitest) sets BASE_URL to its own base path, '/': there, APP_URL says where the app is.
+  const variable = runner === 'vitest' ? 'APP_URL' : 'BASE_URL';
+  const lines = [
+    `// Profile ${token}: ${method} ${url.pathname} answered ${answered.status}. Made by express-web-profiler.`,
+    `// Run it against the app: ${variable}=${url.origin} ${run}`,
+    ...notes.map((n) => `// ${n}`),
+    ...head,
+    '',
+    `const BASE_URL = process.env.${variable} || ${JSON.stringify(url.origin)};`,
+    ...holes.legend.map(([name, field]) => `// ${field}: redacted by the profiler; set ${name} to send it.\nconst ${name} = process.env.${name} ?? '';`),
+    '',
+    `test(${JSON.stringify(`${method} ${url.pathname} answers ${answered.status}`)}, async () => {`,
+    `  const res = await fetch(new URL(${path}, BASE_URL), {`,
+    `    method: ${JSON.stringify(method)},`,
+    ...(headers.length > 0 ? ['    headers: {', ...headers.map((h) => `  ${h}`), '    },'] : []),
+    ...(body.holed ? [`    body: ${jsString(body.holed)},`] : []),
+    "    redirect: 'manual',",
+    '  });',
+    ...checks.map((c) => `  ${c}`),
+    '});',
+  ];
+  return `${lines.join('\n')}\n`;
+}

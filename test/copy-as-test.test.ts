@@ -1,0 +1,81 @@
+import express from 'express';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { webProfiler } from '../src/index.js';
+import { listen, tempDb, type Running } from './helpers.js';
+
+const WRONG = 'hunter2-but-wrong';
+const BEARER = 'session-bearer-5f1c9e2a7b';
+
+let server: Running;
+let profiler: ReturnType<typeof webProfiler>;
+/** The app as it is, then changed to accept any sign-in: the test made from its refusal must pass, then fail. */
+let acceptAll = false;
+
+beforeAll(async () => {
+  profiler = webProfiler({ database: tempDb(), onError: () => {} });
+  const app = express();
+  app.use(profiler);
+  app.use(express.json());
+  app.post('/api/login', (req, res) => {
+    if (acceptAll || req.body.password === 'the-right-one') return res.json({ ok: true, user: { id: 7, name: req.body.username } });
+    res.status(401).json({ error: 'invalid_credentials', message: 'Wrong password.', requestId: randomUUID(), at: new Date().toISOString(), attempts: { left: 2 } });
+  });
+  server = await listen(app);
+});
+afterAll(async () => {
+  await server?.close();
+  profiler?.close();
+});
+
+/** Where the made files run: inside the project, so that `vitest` resolves for them. */
+const dir = path.resolve('test-artifacts', `copy-as-test-${process.pid}`);
+mkdirSync(dir, { recursive: true });
+// The project's own config would look for test/**/*.test.ts: the made file's directory has its own.
+writeFileSync(path.join(dir, 'vitest.config.mjs'), "export default { test: { include: ['**/*.test.mjs'] } };\n");
+
+const RUN = {
+  node: (file: string) => [process.execPath, ['--test', file]],
+  vitest: (file: string) => [process.execPath, [path.resolve('node_modules/vitest/vitest.mjs'), 'run', path.basename(file), '--root', dir, '--config', path.join(dir, 'vitest.config.mjs')]],
+  jest: (file: string) => [process.execPath, [path.resolve('node_modules/jest/bin/jest.js'), '--rootDir', dir, '--testMatch', '**/*.test.cjs', '--ci', path.basename(file)]],
+} as const;
+
+describe.each(['node', 'vitest', 'jest'] as const)('a refused sign-in as a %s test', (runner) => {
+  it('passes against the app as it is, fails once the app accepts the sign-in, and holds no secret the request sent', async () => {
+    acceptAll = false;
+    const refused = await fetch(`${server.url}/api/login`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${BEARER}` }, body: JSON.stringify({ username: 'ada', password: WRONG }) });
+    expect(refused.status).toBe(401);
+    const made = await fetch(`${server.url}/_profiler/${refused.headers.get('x-debug-token')}/test?runner=${runner}`);
+    expect(made.status).toBe(200);
+    expect(made.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    const text = await made.text();
+    expect(text).not.toContain(WRONG);
+    expect(text).not.toContain(BEARER);
+    expect(text).toContain('process.env.WP_SECRET_1');
+    expect(text).toContain('assert.deepEqual(body.message, "Wrong password.");');
+    // The id and the time vary from run to run: checked by type.
+    expect(text).toContain('assert.equal(typeof body.requestId, "string");');
+    const file = path.join(dir, `${runner}-${Date.now()}.test.${runner === 'jest' ? 'cjs' : 'mjs'}`);
+    writeFileSync(file, text);
+    // In a process of its own, while this one serves the app: never a synchronous spawn here.
+    const run = () => new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const [command, args] = RUN[runner](file);
+      const child = spawn(command as string, args as string[], { cwd: dir, env: { ...process.env, [runner === 'vitest' ? 'APP_URL' : 'BASE_URL']: server.url, NODE_ENV: 'test', VITEST: '', VITEST_WORKER_ID: '', VITEST_POOL_ID: '' } });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c));
+      child.stderr.on('data', (c: Buffer) => (stderr += c));
+      child.on('error', reject);
+      child.on('close', (status) => resolve({ status, stdout, stderr }));
+    });
+    const passing = await run();
+    expect(passing.status, passing.stdout + passing.stderr).toBe(0);
+    acceptAll = true;
+    const failing = await run();
+    expect(failing.status, failing.stdout + failing.stderr).not.toBe(0);
+    expect(failing.stdout + failing.stderr).toMatch(/answered 200, recorded 401/);
+  });
+});
