@@ -5,7 +5,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Eta } from 'eta';
 import hbs from 'hbs';
+import { execFile } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import { afterAll, beforeAll, afterEach, describe, expect, it } from 'vitest';
 import { webProfiler, type WebProfiler } from '../src/index.js';
@@ -235,6 +237,32 @@ describe('stack traces read as bare: every frame, in the router\'s files', () =>
       }
     });
   }
+});
+
+describe('a tracer of the router\'s own channel (router 2.3, Express 5)', () => {
+  it('sees the app\'s requests only, and the app answers as it does bare', async () => {
+    // A process of its own: the layer methods are hooked once a process.
+    const script = `
+      const dc = require('node:diagnostics_channel');
+      const seen = [];
+      dc.tracingChannel('express.router.request').subscribe({ start: (m) => seen.push(m.req && m.req.url), end() {}, asyncStart() {}, asyncEnd() {}, error() {} });
+      const express = require('express');
+      const { webProfiler } = require(${JSON.stringify(path.resolve('dist/index.js'))});
+      const app = express();
+      app.use(webProfiler({ database: ':memory:', onError: () => {} }));
+      app.get('/traced', (req, res) => res.send('traced'));
+      const server = app.listen(0, '127.0.0.1', async () => {
+        const res = await fetch('http://127.0.0.1:' + server.address().port + '/traced');
+        console.log(JSON.stringify({ status: res.status, body: await res.text(), seen }));
+        server.close();
+        process.exit(0);
+      });`;
+    const { stdout } = await promisify(execFile)(process.execPath, ['-e', script], { cwd: path.resolve('.') });
+    const out = JSON.parse(stdout.trim().split('\n').pop()!);
+    expect(out).toMatchObject({ status: 200, body: expect.stringContaining('traced') });
+    expect(out.seen.length).toBeGreaterThan(0);
+    expect(out.seen.every((url: unknown) => url === '/traced')).toBe(true);
+  });
 });
 
 describe('the first recorder owns a request', () => {

@@ -78,8 +78,10 @@ function hookLayerClass(proto: Record<string, unknown> | null): void {
   // A router this code does not know keeps its own methods, wrapped: one frame more per layer, but its behaviour.
   const traced = modern && /shouldTrace/.test(String(originalRequest)) ? routerTraced : () => !known;
   const helpers: LayerHelpers = { contextOf, noteError, begin, end, traced, settle: modern && known ? settlePromise : () => {}, viaOriginal, now: () => performance.now() };
-  proto[request] = (known && placed(originalRequest, proto, false, helpers)) || wrapped(originalRequest, false);
-  proto[error] = (known && placed(originalError, proto, true, helpers)) || wrapped(originalError, true);
+  // The router's place is found by calling its method once: not while something traces its calls (it would see the stand-in).
+  const placing = known && !traced();
+  proto[request] = (placing && placed(originalRequest, proto, false, helpers)) || wrapped(originalRequest, false);
+  proto[error] = (placing && placed(originalError, proto, true, helpers)) || wrapped(originalError, true);
 }
 
 interface LayerHelpers {
