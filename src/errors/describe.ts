@@ -26,6 +26,11 @@ export interface ErrorInfo {
   /** The error's own HTTP status (its `status` or `statusCode` field), when it has one. */
   status?: number;
   code?: string;
+  /**
+   * The error's own fields that say why, as libraries set them: body-parser's `type`, `limit` and
+   * `length`, jose's `claim` and `reason`, jsonwebtoken's `expiredAt`, a validator's `issues`.
+   */
+  details?: Record<string, unknown>;
   stack: string;
   frames: FrameInfo[];
 }
@@ -104,10 +109,58 @@ function describeError(err: unknown, budget: { reads: number } | undefined): Err
     message: cut(message),
     status: ownStatus(err),
     code: typeof code === 'string' || typeof code === 'number' ? String(code) : undefined,
+    details: detailsOf(err),
     stack: cut(stack),
     frames: withTemplate(err, framesOf(afterMessage(stack, message), budget), budget),
   };
 }
+
+/** Fields every error has, or that the chain shows already. */
+const NOT_DETAILS = new Set(['message', 'stack', 'name', 'status', 'statusCode', 'code', 'cause', 'errors', 'expose', 'headers']);
+const MAX_DETAILS = 20;
+const MAX_DETAIL_NODES = 200;
+
+/**
+ * The error's own enumerable fields, copied through their data descriptors only (no getter of the
+ * error's runs, a Proxy's traps aside), within a bound: primitives, dates, and plain arrays and
+ * objects of them. Undefined when it has none.
+ */
+function detailsOf(err: Error): Record<string, unknown> | undefined {
+  let nodes = 0;
+  const copy = (value: unknown, depth: number): unknown => {
+    if (++nodes > MAX_DETAIL_NODES) return undefined;
+    if (typeof value === 'string') return value.length > 300 ? `${value.slice(0, 300)}…` : value;
+    if (typeof value === 'number' || typeof value === 'boolean' || value === null) return value;
+    if (typeof value === 'bigint') return `${value}n`;
+    if (value instanceof Date) return Number.isNaN(value.getTime()) ? String(value) : value.toISOString();
+    if (typeof value !== 'object' || depth > 3) return undefined;
+    // No prototype: a `__proto__` key is a key like any other.
+    const out: Record<string, unknown> = Array.isArray(value) ? ([] as unknown as Record<string, unknown>) : Object.create(null);
+    for (const key of ownKeys(value).slice(0, 30)) {
+      const inner = dataOf(value, key);
+      const kept = inner === undefined ? undefined : copy(inner.value, depth + 1);
+      if (kept !== undefined) out[key] = kept;
+    }
+    return out;
+  };
+  let details: Record<string, unknown> | undefined;
+  let count = 0;
+  for (const key of ownKeys(err)) {
+    if (NOT_DETAILS.has(key)) continue;
+    const own = dataOf(err, key);
+    const kept = own === undefined ? undefined : copy(own.value, 0);
+    if (kept === undefined) continue;
+    (details ??= Object.create(null) as Record<string, unknown>)[key] = kept;
+    if (++count >= MAX_DETAILS) break;
+  }
+  return details;
+}
+
+const ownKeys = (value: object): string[] => read(() => Object.keys(value), [] as string[]);
+const dataOf = (value: object, key: string): { value: unknown } | undefined => {
+  const descriptor = read(() => Object.getOwnPropertyDescriptor(value, key), undefined);
+  return descriptor !== undefined && 'value' in descriptor ? { value: descriptor.value } : undefined;
+};
 
 /** A render error's template first, as the app's code it is: where to look. */
 function withTemplate(err: Error, frames: FrameInfo[], budget: { reads: number } | undefined): FrameInfo[] {

@@ -363,7 +363,7 @@ function exceptionOf(e: ExceptionData, status: number, keys: string[]): Exceptio
 export function redactException(data: ExceptionData, keys: string[]): ExceptionData {
   return {
     ...data,
-    chain: data.chain.map((e) => ({ ...e, message: redactText(e.message, keys), stack: redactText(e.stack, keys) })),
+    chain: data.chain.map((e) => ({ ...e, message: redactText(e.message, keys), stack: redactText(e.stack, keys), ...(e.details === undefined ? {} : { details: redactValue(e.details, keys) as Record<string, unknown> }) })),
   };
 }
 
