@@ -9,9 +9,7 @@ import { isToken } from '../recording/token.js';
 import type { Profile, ProfileSummary } from '../storage/profile.js';
 import { openReader } from '../storage/open.js';
 import type { ProfileReader } from '../storage/reader.js';
-import type { BodyData } from '../redaction/body.js';
-import { replayOf } from '../web/profile-view.js';
-import { asTest, RUNNERS, type Runner } from '../web/replay-test.js';
+import { RUNNERS, testOf, type Runner } from '../web/replay-test.js';
 import type { SearchFilter } from '../storage/query.js';
 
 /** What one answer may hold, about: a model reads it all, so long bodies and traces are cut. */
@@ -177,10 +175,9 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
   }, async ({ token, runner }) => {
     if (!isToken(token)) return failure(`"${token}" is not a token: tokens are 6 to 32 lowercase hex characters.`);
     const profile = await readSoon(store, token);
-    const target = profile && replayOf(profile);
-    if (!profile || !target) return failure(`No request is stored for token ${token}: it was never recorded, it was pruned, or it is a command.`);
-    const response = profile.collectors.response as { body?: BodyData } | undefined;
-    return answer({ token, runner: runner ?? 'node', file: `${token}.test.${runner === 'jest' ? 'cjs' : 'mjs'}`, test: asTest(target, { status: profile.status, body: response?.body }, runner ?? 'node', undefined, token) }, PANEL_TEXT);
+    const made = profile && testOf(profile, runner ?? 'node', undefined);
+    if (!made) return failure(`No request is stored for token ${token}: it was never recorded, it was pruned, or it is a command.`);
+    return answer({ token, runner: runner ?? 'node', file: made.file, test: made.text }, PANEL_TEXT);
   });
 
   server.registerTool('latest_errors', {

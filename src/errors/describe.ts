@@ -134,9 +134,18 @@ function detailsOf(err: Error): Record<string, unknown> | undefined {
     if (typeof value === 'bigint') return `${value}n`;
     if (value instanceof Date) return Number.isNaN(value.getTime()) ? String(value) : value.toISOString();
     if (typeof value !== 'object' || depth > 3) return undefined;
+    if (ArrayBuffer.isView(value)) return `[${value.byteLength} bytes]`;
+    const array = Array.isArray(value);
+    // Plain data only: an instance (a request, a socket, a response an HTTP client hung on its error) is named, not walked.
+    const proto = read(() => Object.getPrototypeOf(value) as object | null, null);
+    if (!array && proto !== null && proto !== Object.prototype) {
+      const made = dataOf(proto, 'constructor')?.value;
+      return `[${typeof made === 'function' && made.name ? made.name : 'object'}]`;
+    }
     // No prototype: a `__proto__` key is a key like any other.
-    const out: Record<string, unknown> = Array.isArray(value) ? ([] as unknown as Record<string, unknown>) : Object.create(null);
-    for (const key of ownKeys(value).slice(0, 30)) {
+    const out: Record<string, unknown> = array ? ([] as unknown as Record<string, unknown>) : Object.create(null);
+    const keys = array ? Array.from({ length: Math.min(read(() => (value as unknown[]).length, 0), 30) }, (_, i) => String(i)) : ownKeys(value).slice(0, 30);
+    for (const key of keys) {
       const inner = dataOf(value, key);
       const kept = inner === undefined ? undefined : copy(inner.value, depth + 1);
       if (kept !== undefined) out[key] = kept;

@@ -51,7 +51,8 @@ export function callerFrames(max: number): string[] {
   return out;
 }
 
-function stackOf(depth: number, above: Function): Site[] {
+/** The call sites above `above` (itself left out), at most `depth`, with the app's own stack settings left as they were. */
+export function stackOf(depth: number, above: Function): Site[] {
   const limit = Error.stackTraceLimit;
   const prepare = Error.prepareStackTrace;
   const holder: { stack?: Site[] } = {};

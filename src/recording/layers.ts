@@ -5,6 +5,7 @@ import path from 'node:path';
 import vm from 'node:vm';
 import { contextOf, enter, leave, type RequestContext, type Span } from './context.js';
 import { ranFor } from './loop.js';
+import { stackOf } from './caller.js';
 
 /** The part of an Express 4 or 5 router layer that we read. */
 export interface RouterLayer {
@@ -174,8 +175,8 @@ function wrapped(original: Handler, handlesError: boolean): Handler {
 function callSite(original: Handler, proto: object, handlesError: boolean): { file: string; line: number; column: number } | undefined {
   let site: NodeJS.CallSite | undefined;
   const handle = handlesError
-    ? function (_e: unknown, _q: unknown, _s: unknown, _n: unknown) { site = callerOf(handle); }
-    : function (_q: unknown, _s: unknown, _n: unknown) { site = callerOf(handle); };
+    ? function (_e: unknown, _q: unknown, _s: unknown, _n: unknown) { site = stackOf(1, handle)[0]; }
+    : function (_q: unknown, _s: unknown, _n: unknown) { site = stackOf(1, handle)[0]; };
   const stand = Object.create(proto) as RouterLayer;
   Object.defineProperty(stand, 'handle', { value: handle });
   try {
@@ -190,19 +191,6 @@ function callSite(original: Handler, proto: object, handlesError: boolean): { fi
   return { file, line, column };
 }
 
-function callerOf(fn: Function): NodeJS.CallSite | undefined {
-  const { prepareStackTrace, stackTraceLimit } = Error;
-  Error.prepareStackTrace = (_error, sites) => sites;
-  Error.stackTraceLimit = 1;
-  try {
-    const holder: { stack?: NodeJS.CallSite[] } = {};
-    Error.captureStackTrace(holder, fn);
-    return holder.stack?.[0];
-  } finally {
-    Error.prepareStackTrace = prepareStackTrace;
-    Error.stackTraceLimit = stackTraceLimit;
-  }
-}
 
 /** Express 5's router: a handler's promise that rejects hands its reason to next. */
 function settlePromise(ret: unknown, next: Next, ctx: RequestContext | undefined): void {

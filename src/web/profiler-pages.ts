@@ -14,10 +14,9 @@ import { performance } from 'node:perf_hooks';
 import type { ExplainRegistry } from './explain.js';
 import type { DbData } from '../collectors/db.js';
 import { asCurl, asFetch } from './replay.js';
-import { asTest, RUNNERS, type Runner } from './replay-test.js';
+import { RUNNERS, testOf, type Runner } from './replay-test.js';
 import { emlOf } from './eml.js';
 import type { MailData } from '../collectors/mail.js';
-import type { BodyData } from '../redaction/body.js';
 import { compareProfiles, differencesOf } from './compare.js';
 import { callReplayOf, failureOf, menuOf, parentLinkOf, replayOf, toolbarSummary } from './profile-view.js';
 import { originOf } from '../recording/url.js';
@@ -454,13 +453,12 @@ export function profilerPages(deps: PagesDeps) {
     if (!store) return;
     const profile = await readProfile(store, token);
     if (!profile) return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}".`);
-    const target = replayOf(profile);
-    if (!target) return fail(req, res, 404, 'Nothing to replay', 'This profile has no request to send again.');
-    const response = profile.collectors.response as { body?: BodyData } | undefined;
+    const made = testOf(profile, runner, originOf(req));
+    if (!made) return fail(req, res, 404, 'Nothing to replay', 'This profile has no request to send again.');
     res.setHeader('Content-Type', 'text/javascript; charset=utf-8');
-    res.setHeader('Content-Disposition', `inline; filename="${token}.test.${runner === 'jest' ? 'cjs' : 'mjs'}"`);
+    res.setHeader('Content-Disposition', `inline; filename="${made.file}"`);
     res.setHeader('Cache-Control', 'no-store');
-    res.end(asTest(target, { status: profile.status, body: response?.body }, runner, originOf(req), token));
+    res.end(made.text);
   }
 
   /** A query's plan, by reference: the SQL and the connection are the app's own, never anything the browser sends. */

@@ -1,5 +1,7 @@
 import type { BodyData } from '../redaction/body.js';
 import { REDACTED } from '../redaction/redact.js';
+import type { Profile } from '../storage/profile.js';
+import { replayOf } from './profile-view.js';
 import { bodyOf, headersOf, Holes, jsString, target, type Holed, type Replayable } from './replay.js';
 
 export type Runner = 'node' | 'vitest' | 'jest';
@@ -90,4 +92,12 @@ export function asTest(r: Replayable, answered: Answered, runner: Runner, served
     '});',
   ];
   return `${lines.join('\n')}\n`;
+}
+
+/** A stored request's test file and the name to give it, for a page or the MCP tool; undefined for a command. */
+export function testOf(profile: Profile, runner: Runner, served: string | undefined): { file: string; text: string } | undefined {
+  const target = replayOf(profile);
+  if (target === undefined) return undefined;
+  const response = profile.collectors.response as { body?: BodyData } | undefined;
+  return { file: `${profile.token}.test.${runner === 'jest' ? 'cjs' : 'mjs'}`, text: asTest(target, { status: profile.status, body: response?.body }, runner, served, profile.token) };
 }
