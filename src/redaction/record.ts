@@ -293,13 +293,19 @@ function derivedHost(raw: string[], url: string): string[] {
  * (see headLines): a hello's head is most of its record.
  */
 function derivedHead(head: string, summary: RecordSummary): string {
-  const derived = head
-    .replace(`\r\nX-Debug-Token: ${summary.token}\r\n`, `\r\nX-Debug-Token: ${DERIVED}\r\n`)
-    .replace(`\r\nX-Debug-Token-Link: ${linkIn(summary.url, summary.token)}\r\n`, `\r\nX-Debug-Token-Link: ${DERIVED}\r\n`)
-    .replace('\r\nX-Robots-Tag: noindex\r\n', `\r\nX-Robots-Tag: ${DERIVED}\r\n`)
-    .replace(`\r\nDate: ${httpDate(summary.time)}\r\n`, `\r\nDate: ${DERIVED}\r\n`);
-  const lines = derived.split('\r\n');
-  for (let i = 1; i < lines.length; i++) lines[i] = LINE_CODES.get(lines[i]) ?? lines[i];
+  const token = `X-Debug-Token: ${summary.token}`;
+  const link = `X-Debug-Token-Link: ${linkIn(summary.url, summary.token)}`;
+  const date = `Date: ${httpDate(summary.time)}`;
+  // One pass over the lines (a head is written once a request): a line the summary says is stored as its code.
+  const lines = head.split('\r\n');
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i];
+    if (line === token) lines[i] = TOKEN_CODE;
+    else if (line === link) lines[i] = LINK_CODE;
+    else if (line === date) lines[i] = DATE_CODE;
+    else if (line === 'X-Robots-Tag: noindex') lines[i] = ROBOTS_CODE;
+    else lines[i] = LINE_CODES.get(line) ?? line;
+  }
   return lines.join('\r\n');
 }
 
@@ -322,6 +328,10 @@ const COMMON_LINES = [
   `Date: ${DERIVED}`,
 ];
 const LINE_CODES = new Map(COMMON_LINES.map((line, i) => [line, DERIVED + String.fromCharCode(97 + i)]));
+const TOKEN_CODE = LINE_CODES.get(`X-Debug-Token: ${DERIVED}`)!;
+const LINK_CODE = LINE_CODES.get(`X-Debug-Token-Link: ${DERIVED}`)!;
+const ROBOTS_CODE = LINE_CODES.get(`X-Robots-Tag: ${DERIVED}`)!;
+const DATE_CODE = LINE_CODES.get(`Date: ${DERIVED}`)!;
 
 /** A stored head with its common lines written out again. */
 export function headLines(head: string): string {
