@@ -296,6 +296,25 @@ describe('8. one value that cannot be stored costs its own panel only', () => {
     expect(rows[0].collectorErrors).toMatchObject({ big: expect.stringContaining('could not be stored'), cyclic: expect.stringContaining('could not be stored') });
     expect(errors).toEqual([]);
   });
+
+  it('a function in an app panel, in the same hand-over as plain ones: every profile stored, the others as they were', async () => {
+    const { url, profiler, database, errors } = await serve((app) => {
+      app.get('/:name', (_req, res) => res.send('x'));
+    }, {
+      collectors: [
+        { id: 'odd', title: 'Odd', collect: (ctx: { req: { url?: string } }) => (ctx.req.url === '/fn' ? { handler: () => 1, n: 1 } : { n: 2 }) },
+        { id: 'fine', title: 'Fine', collect: () => ({ ok: true }) },
+      ],
+    });
+    for (let i = 0; i < 6; i++) await fetch(`${url}/${i % 2 ? 'fn' : 'plain'}`);
+    profiler.flush();
+    const rows = readRows(database);
+    expect(rows).toHaveLength(6);
+    for (const row of rows) expect(row.collectors.fine).toEqual({ ok: true });
+    expect(rows.filter((r) => (r.collectors.odd as { n: number }).n === 2)).toHaveLength(3);
+    expect(rows.filter((r) => (r.collectors.odd as { n: number }).n === 1)).toHaveLength(3);
+    expect(errors).toEqual([]);
+  });
 });
 
 describe('9. redaction covers every place a secret travels', () => {
