@@ -1,4 +1,5 @@
 import type { Express } from 'express';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import type { AddressInfo, Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -44,4 +45,36 @@ export function readRows(file: string): Array<{ token: string; parent: string | 
   } finally {
     db.close();
   }
+}
+
+export interface FixtureApp { child: ChildProcess; url: string; stderr: () => string; stop(): Promise<void> }
+
+/**
+ * A fixture app in a process of its own, with the environment a developer's shell has (no test
+ * mode, nothing trusted) plus `env`: it prints "port <n>" once it listens.
+ */
+export async function startFixture(file: string, args: string[], env: Record<string, string> = {}): Promise<FixtureApp> {
+  const { NODE_ENV: _mode, WEB_PROFILER_TRUST_LOCAL: _trust, WEB_PROFILER_SECRET: _secret, ...shell } = process.env;
+  const child = spawn(process.execPath, [file, ...args], { env: { ...shell, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr!.on('data', (c) => { err += c; });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (c) => {
+      out += c;
+      const m = /port (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`the app exited (${code}): ${err}`)));
+  });
+  return {
+    child,
+    url: `http://127.0.0.1:${port}`,
+    stderr: () => err,
+    stop: () => new Promise((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    }),
+  };
 }

@@ -1,41 +1,14 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNginx } from './servers.js';
-import { tempDb } from './helpers.js';
+import { startFixture, tempDb, type FixtureApp } from './helpers.js';
 
 const APP = path.resolve('test/fixtures/keyed-app.mjs');
 
-interface App { child: ChildProcess; url: string; stderr: () => string; stop(): Promise<void> }
-
-/** The fixture app in a process of its own, with the environment a developer's shell has: no test mode, nothing trusted. */
-async function startApp(database: string, env: Record<string, string> = {}): Promise<App> {
-  const { NODE_ENV: _mode, WEB_PROFILER_TRUST_LOCAL: _trust, WEB_PROFILER_SECRET: _secret, ...shell } = process.env;
-  const child = spawn(process.execPath, [APP, database], { env: { ...shell, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stderr!.on('data', (c) => { err += c; });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.on('data', (c) => {
-      out += c;
-      const m = /port (\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`the app exited (${code}): ${err}`)));
-  });
-  return {
-    child,
-    url: `http://127.0.0.1:${port}`,
-    stderr: () => err,
-    stop: () => new Promise((resolve) => {
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    }),
-  };
-}
+const startApp = (database: string, env: Record<string, string> = {}) => startFixture(APP, [database], env);
 
 /** What a dev server's proxy does on its defaults (http-proxy with changeOrigin, xfwd off): Host rewritten, no forwarding header. */
 function devServerProxy(upstream: URL): Promise<{ url: string; server: Server }> {
@@ -66,7 +39,7 @@ async function expectShut(base: string, token: string, headers: Record<string, s
 }
 
 describe('behind a proxy on the same machine that adds no forwarding header', () => {
-  let app: App;
+  let app: FixtureApp;
   let nginx: { url: string; stop(): void } | string;
   let token: string;
   const database = tempDb();

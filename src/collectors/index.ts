@@ -20,9 +20,10 @@ import { performance } from './performance.js';
 import { request } from './request.js';
 import { response } from './response.js';
 import { routing } from './routing.js';
+import { security } from './security.js';
 
 /** The core panels in menu order. A new panel: its collector here, its view in views/panels/<id>.eta. */
-export const corePanels: CorePanel[] = [command, request, response, graphql, exception, logs, performance, db, httpClient, cache, views, mail, jobs, ai, cpu, routing, config] as CorePanel[];
+export const corePanels: CorePanel[] = [command, request, response, security, graphql, exception, logs, performance, db, httpClient, cache, views, mail, jobs, ai, cpu, routing, config] as CorePanel[];
 
 export type { Collector, CorePanel, PanelInfo, PanelOptions } from './collector.js';
 

@@ -12,6 +12,8 @@ export interface ResponseData {
   aborted: boolean;
   /** The app's line that sent a 4xx or 5xx no exception explains. */
   answeredAt?: string[];
+  /** The middleware that was running then, and where the app mounted it. */
+  answeredBy?: { name: string; at?: string };
 }
 
 export const response: CorePanel<ResponseData> = {
@@ -20,7 +22,7 @@ export const response: CorePanel<ResponseData> = {
   collect(s) {
     if (s.command !== undefined) return undefined;
     const r = s.response;
-    return { status: r.status, statusMessage: r.statusMessage, headers: r.headers, body: r.body, aborted: s.aborted, ...(r.answeredAt === undefined || r.answeredAt.length === 0 ? {} : { answeredAt: r.answeredAt }) };
+    return { status: r.status, statusMessage: r.statusMessage, headers: r.headers, body: r.body, aborted: s.aborted, ...(r.answeredAt === undefined || r.answeredAt.length === 0 ? {} : { answeredAt: r.answeredAt }), ...(r.answeredBy === undefined ? {} : { answeredBy: layerOf(r.answeredBy) }) };
   },
   unpack(s: Omit<ResponseData, 'status' | 'statusMessage' | 'aborted' | 'body'> & { status?: number; statusMessage?: string | null; aborted?: true; body: StoredBody }, summary) {
     const status = s.status ?? summary.status;
@@ -44,3 +46,8 @@ const derivedHeaders: DerivedHeaders = [
   // Node's Date header is the time the head went out, to the second: most often the arrival's second.
   ['date', (summary) => httpDate(summary.time)],
 ];
+
+function layerOf(stored: string): { name: string; at?: string } {
+  const tab = stored.indexOf('\t');
+  return tab < 0 ? { name: stored } : { name: stored.slice(0, tab), at: stored.slice(tab + 1) };
+}

@@ -4,6 +4,7 @@ import type { LogLine, Span } from '../recording/context.js';
 import type { CpuState } from '../recording/cpu.js';
 import type { CommandState } from '../recording/command.js';
 import type { LoopState } from '../recording/loop.js';
+import type { Check } from '../recording/checks.js';
 import { spansOf } from '../recording/layers.js';
 import type { BodyData } from '../redaction/body.js';
 import { setOwn } from '../recording/plain.js';
@@ -38,6 +39,8 @@ export interface Snapshot extends Pick<Captured, 'token' | 'parent' | 'time' | '
     body: BodyData;
     /** The app's line that sent a failure no exception explains. */
     answeredAt?: string[];
+    /** The router layer that was running then: its name, a tab, the app's line that mounted it. */
+    answeredBy?: string;
   };
   route?: string;
   params: unknown;
@@ -57,6 +60,7 @@ export interface Snapshot extends Pick<Captured, 'token' | 'parent' | 'time' | '
   command?: CommandState;
   trace?: { traceId: string; spanId: string };
   loop?: LoopState;
+  checks?: Check[];
 }
 
 /**
@@ -95,6 +99,7 @@ export function snapshotOf(r: ProfileRecord, summary: ProfileSummary, config: un
       headers: redactHeaders(responseHeaders, keys),
       body: bodyOf(r.responseBody, typeOf(responseHeaders)),
       answeredAt: r.answeredAt,
+      answeredBy: r.answeredBy,
     },
     route: r.route,
     params: r.params ?? {},
@@ -111,6 +116,7 @@ export function snapshotOf(r: ProfileRecord, summary: ProfileSummary, config: un
     command: r.command,
     trace: r.trace,
     loop: r.loop,
+    checks: r.checks,
   };
 }
 

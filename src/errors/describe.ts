@@ -133,18 +133,29 @@ function detailsOf(err: Error): Record<string, unknown> | undefined {
     if (typeof value === 'number' || typeof value === 'boolean' || value === null) return value;
     if (typeof value === 'bigint') return `${value}n`;
     if (value instanceof Date) return Number.isNaN(value.getTime()) ? String(value) : value.toISOString();
-    if (typeof value !== 'object' || depth > 3) return undefined;
+    if (typeof value !== 'object' || depth > 5) return undefined;
     if (ArrayBuffer.isView(value)) return `[${value.byteLength} bytes]`;
     const array = Array.isArray(value);
     // Plain data only: an instance (a request, a socket, a response an HTTP client hung on its error) is named, not walked.
     const proto = read(() => Object.getPrototypeOf(value) as object | null, null);
-    if (!array && proto !== null && proto !== Object.prototype) {
+    // A Map's entries (celebrate keeps a validation error per part of the request in a Map of its own), read by Map's own forEach, not a subclass's.
+    if (read(() => value instanceof Map, false)) {
+      const out: Record<string, unknown> = Object.create(null);
+      read(() => Map.prototype.forEach.call(value, (inner: unknown, key: unknown) => {
+        if (Object.keys(out).length < 30) out[String(key)] = copy(inner, depth + 1);
+      }), undefined);
+      return out;
+    }
+    // An error inside (a joi ValidationError in celebrate's): its message and own fields, as its own are.
+    const isError = !array && read(() => value instanceof Error, false);
+    if (!array && !isError && proto !== null && proto !== Object.prototype) {
       const made = dataOf(proto, 'constructor')?.value;
       return `[${typeof made === 'function' && made.name ? made.name : 'object'}]`;
     }
     // No prototype: a `__proto__` key is a key like any other.
     const out: Record<string, unknown> = array ? ([] as unknown as Record<string, unknown>) : Object.create(null);
     const keys = array ? Array.from({ length: Math.min(read(() => (value as unknown[]).length, 0), 30) }, (_, i) => String(i)) : ownKeys(value).slice(0, 30);
+    if (isError) keys.unshift('message');
     for (const key of keys) {
       const inner = dataOf(value, key);
       const kept = inner === undefined ? undefined : copy(inner.value, depth + 1);

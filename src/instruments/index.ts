@@ -15,9 +15,11 @@ import { nodemailer } from './nodemailer.js';
 import { drizzle } from './drizzle.js';
 import { bullmq } from './bullmq.js';
 import { anthropic, openai } from './ai-sdks.js';
+import { passport } from './passport.js';
+import { jsonwebtoken } from './jsonwebtoken.js';
 
 /** The packages recorded with no setup: databases, caches, mail, queues, AI providers. A new one: its adapter file beside these, and its name here. */
-export const drivers: DriverAdapter[] = [betterSqlite3, nodeSqlite, pg, mysql2, mysql, sqlite3, ioredis, nodeRedis, nodemailer, drizzle, bullmq, openai, anthropic];
+export const drivers: DriverAdapter[] = [betterSqlite3, nodeSqlite, pg, mysql2, mysql, sqlite3, ioredis, nodeRedis, nodemailer, drizzle, bullmq, openai, anthropic, passport, jsonwebtoken];
 
 const requireCache = createRequire(__filename).cache;
 const hooked = new WeakSet<object>();
@@ -132,7 +134,7 @@ export function instrumentBuiltins(tell: (message: string) => void): void {
 }
 
 /** The packages whose loading makes the profiler look for drivers again: by name, or by a path into their folder. */
-const DRIVER_SPECIFIER = /(?:^|[\\/]node_modules[\\/])(?:better-sqlite3|pg|mysql2?|sqlite3|ioredis|redis|@redis\/client|nodemailer|drizzle-orm|bullmq|openai|@anthropic-ai\/sdk|@nestjs\/(?:core|common))(?:[\\/]|$)/;
+const DRIVER_SPECIFIER = /(?:^|[\\/]node_modules[\\/])(?:better-sqlite3|pg|mysql2?|sqlite3|ioredis|redis|@redis\/client|nodemailer|drizzle-orm|bullmq|openai|@anthropic-ai\/sdk|passport|jsonwebtoken|@nestjs\/(?:core|common))(?:[\\/]|$)/;
 let following = false;
 
 /**

@@ -10,6 +10,7 @@ import type { LogLine, RequestContext, WorkContext } from './context.js';
 import type { CommandState } from './command.js';
 import { traceOfHeader } from './trace.js';
 import type { LoopState } from './loop.js';
+import type { Check } from './checks.js';
 import { describeTrail } from './layers.js';
 import { captureInside, type CapturedInside } from './inside-capture.js';
 import { sourceMapped, type CpuState } from './cpu.js';
@@ -51,6 +52,7 @@ export interface Captured {
   responseBody: WireBody;
   route?: string;
   answeredAt?: string[];
+  answeredBy?: string;
   params?: unknown;
   /** (kind TAB name, entered at) pairs: see layers.ts. */
   trail: unknown[];
@@ -66,6 +68,7 @@ export interface Captured {
   /** The OpenTelemetry trace it ran under. */
   trace?: { traceId: string; spanId: string };
   loop?: LoopState;
+  checks?: Check[];
 }
 
 /**
@@ -117,6 +120,7 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     responseBody: bodyOf(ctx.bodyChunks, ctx.bodySize, limit),
     route: ctx.route,
     answeredAt: ctx.answeredAt,
+    answeredBy: ctx.answeredBy,
     params: ctx.params === undefined ? undefined : plain(ctx.params, QUERY_BUDGET),
     trail: describeTrail(ctx.trail),
     logs: undefined,
@@ -188,6 +192,10 @@ function captureWork(ctx: WorkContext, c: Captured, size: number): number {
   }
   if (c.exception) for (const e of c.exception.chain) size += 256 + e.message.length + e.stack.length + e.frames.length * 128;
   if (ctx.trace !== undefined) c.trace = ctx.trace;
+  if (ctx.checks !== undefined) {
+    c.checks = ctx.checks;
+    size += 512 * ctx.checks.length;
+  }
   // Most requests held nothing up and waited for nothing: their empty state is not stored.
   const loop = ctx.loop;
   if (loop !== undefined && (loop.heap !== undefined || loop.blocks !== undefined || loop.waits !== undefined)) c.loop = loop;

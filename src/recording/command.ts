@@ -50,6 +50,7 @@ export function commandStarted(recorder: RecorderSettings, token: string, option
     trace: activeTrace(),
     command: { kind: options.kind ?? 'run', name: String(options.name), exitCode: undefined, ...state },
     loop: undefined,
+    checks: undefined,
   };
   loopStarted(ctx);
   return ctx;

@@ -60,6 +60,8 @@ export interface WorkContext {
   trace: { traceId: string; spanId: string } | undefined;
   /** The event loop and the heap as it lived them (see loop.ts). */
   loop: import('./loop.js').LoopState | undefined;
+  /** Authentications, rate limits and validations it met, and their verdicts (see checks.ts). */
+  checks: import('./checks.js').Check[] | undefined;
 }
 
 /**
@@ -79,6 +81,8 @@ export interface RequestContext extends WorkContext {
   route: string | undefined;
   /** The app's lines that sent a 4xx or 5xx no exception explains (its res.status(401).json(…), and the line that called a helper doing so): where to look first. */
   answeredAt: string[] | undefined;
+  /** The router layer that failed it (running when a 4xx or 5xx went out, or passing an error on): its name, a tab and the app's line that mounted it. */
+  answeredBy: string | undefined;
   routeLayers: unknown[] | undefined;
   params: unknown;
   /** The toolbar has been put in the body. */

@@ -2,6 +2,8 @@ import dc from 'node:diagnostics_channel';
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 import path from 'node:path';
+import { hookMounts } from './mounts.js';
+import { layerNamed } from './checks.js';
 import vm from 'node:vm';
 import { contextOf, enter, leave, type RequestContext, type Span } from './context.js';
 import { ranFor } from './loop.js';
@@ -215,7 +217,10 @@ function viaOriginal(original: Handler, layer: RouterLayer, ctx: RequestContext 
 }
 
 const noteError = (ctx: RequestContext, err: unknown) => {
-  if (ctx.error === undefined && err !== 'route' && err !== 'router') ctx.error = err;
+  if (ctx.error !== undefined || err === 'route' || err === 'router') return;
+  ctx.error = err;
+  // The layer that passed it on (a body parser, a CSRF check): where the app mounted what refused.
+  ctx.answeredBy = layerNamed(ctx);
 };
 
 /**
@@ -311,6 +316,8 @@ export function hookLoadedRouters(): void {
     // Its layers too, before the first request runs through them (a method replaced under a running one would read otherwise in that request's stacks).
     const layer: unknown = requireCache[path.join(file, modern(file) ? '../lib/layer.js' : '../layer.js')]?.exports;
     if (typeof layer === 'function') hookLayerClass(layer.prototype as Record<string, unknown> | null);
+    const route: unknown = requireCache[path.join(file, modern(file) ? '../lib/route.js' : '../route.js')]?.exports;
+    hookMounts(proto, typeof route === 'function' ? (route.prototype as Record<string, unknown>) : undefined);
     const original = proto.handle as Handler;
     proto.handle = function handle(this: object, req: unknown, res: unknown, callback: unknown) {
       // Express 5 has set req.app by now (a mounted sub-app has a parent); Express 4 sets it in the router's first layer.

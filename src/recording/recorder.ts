@@ -5,6 +5,7 @@ import { contextOf, kContext, requestStarted, type RecorderSettings, type Reques
 import { hookLayers } from './layers.js';
 import { logger, pinoHttpLoaded, RequestLogger } from './logger.js';
 import { callerFrames } from './caller.js';
+import { checksAtAnswer } from './checks.js';
 import { answeredFrom, serverTiming } from './inside.js';
 import { cpuNoteOther, cpuRunning, startCpu, stopCpu } from './cpu.js';
 import { isToken } from './token.js';
@@ -59,6 +60,7 @@ export function recorder(deps: RecorderDeps) {
       described: undefined,
       route: undefined,
       answeredAt: undefined,
+      answeredBy: undefined,
       routeLayers: undefined,
       params: undefined,
       toolbar: false,
@@ -72,6 +74,7 @@ export function recorder(deps: RecorderDeps) {
       command: undefined,
       trace: activeTrace(),
       loop: undefined,
+      checks: undefined,
     };
     (res as Tracked)[kContext] = ctx;
     // 'close' follows 'finish' on every response (keep-alive too) and also comes alone on abort.
@@ -169,7 +172,10 @@ function patchPrototypes(req: Request, res: Response) {
     if (ctx === undefined || this.headersSent) return writeHead0.call(this, status, reason, headers);
     answeredFrom(ctx);
     // A refusal or a failure no exception explains: the app's line that sent it (a stack, on failures only).
-    if (ctx.error === undefined && Number(status) >= 400) ctx.answeredAt = callerFrames(2);
+    if (ctx.error === undefined && Number(status) >= 400) {
+      ctx.answeredAt = callerFrames(2);
+      checksAtAnswer(ctx, Number(status));
+    }
     // Node takes (status, headers) as well as (status, reason, headers).
     if (typeof reason === 'string') return writeHead0.call(this, status, reason, stamped(this, ctx, headers));
     return writeHead0.call(this, status, stamped(this, ctx, reason), headers);

@@ -15,6 +15,8 @@ import { redactCommand } from './commands.js';
 import { redactMail, type StoredMail } from './mail.js';
 import { storedAiCall, type StoredAiCall } from './ai.js';
 import { graphqlLabel, graphqlOperations } from './graphql.js';
+import { redactChecks } from './checks.js';
+import type { Check } from '../recording/checks.js';
 
 export interface RecordOptions {
   redactKeys: string[];
@@ -87,6 +89,8 @@ export interface ProfileRecord {
   route?: string;
   /** See RequestContext.answeredAt. */
   answeredAt?: string[];
+  /** See RequestContext.answeredBy. */
+  answeredBy?: string;
   params?: unknown;
   trail: unknown[];
   logs?: LogLine[];
@@ -102,6 +106,8 @@ export interface ProfileRecord {
   /** A command's own (its name, arguments, exit code, job): its profile has type `command`. */
   command?: CommandState;
   trace?: { traceId: string; spanId: string };
+  /** See recording/checks.ts. */
+  checks?: Check[];
 }
 
 /**
@@ -148,6 +154,7 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
     cpu: c.cpu,
     extra: c.extra,
     extraErrors: c.extraErrors,
+    checks: c.checks && part('security', () => redactChecks(c.checks!, keys), undefined),
     failed: undefined,
   };
   if (c.command !== undefined) {
@@ -183,6 +190,7 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
     responseBody: stored(responseBody, head.contentType),
     route: c.route,
     answeredAt: c.answeredAt?.length ? c.answeredAt : undefined,
+    answeredBy: c.answeredBy,
     params: request.params === undefined || isEmpty(request.params) ? undefined : request.params,
     trail: roundTimes(c.trail),
     ...work,

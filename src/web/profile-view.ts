@@ -1,5 +1,6 @@
 // What the profile pages show of a derived profile besides its panels: the menu, the toolbar's
 // summary, the requests it can replay, the link to its parent.
+import type { SecurityData, ShownCheck } from '../collectors/security.js';
 import type { PanelInfo } from '../collectors/collector.js';
 import type { BodyData } from '../redaction/body.js';
 import { profileLink } from '../recording/token.js';
@@ -38,6 +39,7 @@ function levelOf(id: string, data: unknown): MenuEntry['level'] {
   if (data === undefined || data === null) return undefined;
   if (id === 'exception') return 'error';
   const d = data as { counts?: { error?: number; warn?: number }; errors?: unknown; failed?: unknown; status?: unknown };
+  if (id === 'security') return ((data as { refused?: number }).refused ?? 0) > 0 ? 'warn' : undefined;
   if (id === 'logs') return (d.counts?.error ?? 0) > 0 ? 'error' : (d.counts?.warn ?? 0) > 0 ? 'warn' : undefined;
   if (id === 'response' && typeof d.status === 'number') return d.status >= 500 ? 'error' : d.status >= 400 ? 'warn' : undefined;
   if ((typeof d.errors === 'number' && d.errors > 0) || (typeof d.failed === 'number' && d.failed > 0)) return 'error';
@@ -53,6 +55,10 @@ export interface Failure {
   message?: string;
   /** The app's lines that sent it, innermost first. */
   answeredAt: string[];
+  /** The middleware that answered, and where the app mounted it, when no line of the app's sent it. */
+  answeredBy?: { name: string; at?: string };
+  /** Who said no, and why, as the library said it (see collectors/security.ts): what the card leads with. */
+  refusals: ShownCheck[];
   /** Its error and warning log lines, first ones first (n: the line's place in the logs panel). */
   lines: { n: number; level: string; message: string; logger?: string }[];
   moreLines: number;
@@ -68,7 +74,8 @@ const MESSAGE_KEYS = ['message', 'error', 'detail', 'title', 'error_description'
  */
 export function failureOf(profile: Profile): Failure | undefined {
   if (profile.type === 'command' || profile.status < 400 || profile.collectors.exception !== undefined) return undefined;
-  const response = profile.collectors.response as { statusMessage?: string; body?: BodyData; answeredAt?: string[] } | undefined;
+  const response = profile.collectors.response as { statusMessage?: string; body?: BodyData; answeredAt?: string[]; answeredBy?: { name: string; at?: string } } | undefined;
+  const checks = (profile.collectors.security as SecurityData | undefined)?.checks ?? [];
   const logs = (profile.collectors.logs as { lines?: { level: string; message: string; logger?: string }[] } | undefined)?.lines ?? [];
   const failing = logs.map((line, i) => ({ n: i + 1, level: line.level, message: line.message, logger: line.logger })).filter((line) => line.level === 'error' || line.level === 'warn');
   return {
@@ -76,6 +83,8 @@ export function failureOf(profile: Profile): Failure | undefined {
     title: response?.statusMessage ?? '',
     message: response?.body === undefined ? undefined : messageOf(response.body),
     answeredAt: response?.answeredAt ?? [],
+    answeredBy: response?.answeredAt?.length ? undefined : response?.answeredBy,
+    refusals: checks.filter((c) => c.verdict !== 'passed'),
     lines: failing.slice(0, SHOWN_LINES),
     moreLines: Math.max(0, failing.length - SHOWN_LINES),
   };

@@ -1,0 +1,97 @@
+import { layerNamed, mountedLine, noteCheck } from '../recording/checks.js';
+import type { WorkContext } from '../recording/context.js';
+import { requestOf } from '../recording/inside.js';
+import type { DriverAdapter } from './driver.js';
+
+type Strategy = { name?: unknown; authenticate: (this: Record<string, unknown>, req: unknown, options?: unknown) => unknown };
+
+/**
+ * passport: each strategy tried, in order, and its verdict as the strategy gave it. passport makes
+ * the strategy of a request with Object.create() of the registered one and adds success, fail,
+ * error, pass and redirect to it before calling authenticate(): the registered strategy is handed
+ * out (by `_strategy`) behind an object of ours whose authenticate() records those calls on that
+ * request's own object. Nothing the app holds changes.
+ */
+const fronts = new WeakMap<object, object>();
+
+function frontOf(strategy: Strategy): object {
+  let front = fronts.get(strategy);
+  if (front !== undefined) return front;
+  front = Object.create(strategy, {
+    authenticate: {
+      configurable: true,
+      writable: true,
+      value: function authenticate(this: Record<string, unknown>, req: unknown, options?: unknown) {
+        const ctx = requestOf();
+        if (ctx !== undefined) watch(this, ctx, String(strategy.name ?? 'strategy'), req);
+        return strategy.authenticate.call(this, req, options);
+      },
+    },
+  }) as object;
+  fronts.set(strategy, front);
+  return front;
+}
+
+/** The request's strategy object: its verdicts noted as passport is told them. */
+function watch(self: Record<string, unknown>, ctx: WorkContext, strategy: string, req: unknown): void {
+  const at = mountedLine(layerNamed(ctx));
+  const note = (verdict: 'passed' | 'refused' | 'error', reason: string, fields: Record<string, unknown>) => noteCheck(ctx, { library: 'passport', verdict, reason, fields: { strategy, ...fields }, at });
+  const around = (name: string, record: (...args: unknown[]) => void) => {
+    const given = self[name];
+    if (typeof given !== 'function') return;
+    self[name] = function (this: unknown, ...args: unknown[]) {
+      try {
+        record(...args);
+      } catch {
+        // A verdict that cannot be read is not worth the app's sign-in.
+      }
+      return given.apply(this, args);
+    };
+  };
+  around('success', (user, info) => note('passed', 'authenticated', { user: userOf(user), ...infoOf(info), session: sessionOf(req) }));
+  around('fail', (challenge, status) => {
+    const message = typeof challenge === 'string' ? challenge : (challenge as { message?: unknown } | undefined)?.message;
+    note('refused', typeof message === 'string' && message !== '' ? message : 'failed', { status: typeof challenge === 'number' ? challenge : status });
+  });
+  around('error', (err) => note('error', String((err as Error)?.message ?? err), {}));
+  around('pass', () => note('passed', 'passed on (nothing to authenticate)', { session: sessionOf(req) }));
+  around('redirect', (url, status) => note('passed', 'redirected', { url, status }));
+}
+
+/** Who a user is, without what else the app's object carries (a password hash, tokens): the fields that name one. */
+function userOf(user: unknown): unknown {
+  if (user === null || typeof user !== 'object') return user;
+  const out: Record<string, unknown> = {};
+  for (const key of ['id', '_id', 'uuid', 'username', 'email', 'name', 'role', 'roles']) {
+    const value = Object.getOwnPropertyDescriptor(user, key)?.value;
+    if (value !== undefined && typeof value !== 'function') out[key] = typeof value === 'object' && value !== null && !Array.isArray(value) ? String(value) : value;
+  }
+  return out;
+}
+
+const infoOf = (info: unknown): Record<string, unknown> => {
+  const message = (info as { message?: unknown } | undefined)?.message;
+  return typeof message === 'string' ? { message } : {};
+};
+
+/** The session passport read the user from: its id, as express-session names it. */
+function sessionOf(req: unknown): string | undefined {
+  const id = Object.getOwnPropertyDescriptor(req as object, 'sessionID')?.value;
+  return typeof id === 'string' ? `${id.slice(0, 6)}…` : undefined;
+}
+
+export const passport: DriverAdapter = {
+  name: 'passport',
+  panel: 'security',
+  main: /[\\/]node_modules[\\/]passport[\\/]lib[\\/]index\.js$/,
+  matches: (loaded) => typeof (loaded as { Authenticator?: unknown } | null)?.Authenticator === 'function',
+  hook(loaded) {
+    const proto = (loaded as { Authenticator: { prototype: Record<string, unknown> } }).Authenticator.prototype;
+    const lookup = proto._strategy;
+    if (typeof lookup !== 'function') return;
+    proto._strategy = function _strategy(this: unknown, name: unknown) {
+      const strategy = lookup.call(this, name) as Strategy | undefined;
+      return strategy !== null && typeof strategy === 'object' && typeof strategy.authenticate === 'function' ? frontOf(strategy) : strategy;
+    };
+  },
+};

@@ -1,0 +1,125 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import jwt from 'jsonwebtoken';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readRows, startFixture, tempDb, type FixtureApp } from './helpers.js';
+
+/**
+ * Requests refused by the libraries Express apps use, most of them without throwing: each
+ * profile names the library, gives its reason as the library worded it and the app's line that
+ * mounted or called it, on the security panel and first on the page a profile link opens.
+ */
+const ADA_PASSWORD = `ada-password-${process.pid}`;
+const JWT_KEY = `jwt-key-${process.pid}`;
+const KEY = 'refusals-key';
+
+describe.each([
+  ['a CommonJS Express 4 app', 'test/fixtures/refusals/app4.cjs'],
+  ['an ES module Express 5 app', 'test/fixtures/refusals/app5.mjs'],
+])('%s: who said no, and why', (_name, fixture) => {
+  const file = path.resolve(fixture);
+  const line = (text: string) => `${file}:${readFileSync(file, 'utf8').split('\n').findIndex((l) => l.includes(text)) + 1}`;
+  let app: FixtureApp;
+  let database: string;
+  beforeAll(async () => {
+    database = tempDb();
+    app = await startFixture(file, [database], { ADA_PASSWORD, JWT_KEY });
+  });
+  afterAll(() => app.stop());
+
+  const profiler = { accept: 'application/json', 'x-profiler-secret': KEY };
+  async function send(method: string, url: string, headers: Record<string, string> = {}, body?: unknown) {
+    const res = await fetch(app.url + url, { method, headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const token = res.headers.get('x-debug-token')!;
+    // The page asks the writer for what is not stored yet: no wait needed here.
+    const profile = await (await fetch(`${app.url}/_profiler/${token}`, { headers: profiler })).json();
+    const page = (panel?: string) => fetch(`${app.url}/_profiler/${token}${panel ? `?panel=${panel}` : ''}`, { headers: { 'x-profiler-secret': KEY } }).then((r) => r.text());
+    return { status: res.status, checks: (profile.collectors.security?.checks ?? []) as Record<string, any>[], page };
+  }
+
+  it('passport: the strategy, its message, the line that mounted it; the user it let in', async () => {
+    const refused = await send('POST', '/login', {}, { username: 'ada', password: 'wrong-password-1' });
+    expect(refused.status).toBe(401);
+    expect(refused.checks).toEqual([expect.objectContaining({ library: 'passport', verdict: 'refused', reason: 'Incorrect password.', fields: { strategy: 'local' }, at: line("passport.authenticate('local'") })]);
+    const page = await refused.page();
+    // First on the page a profile link opens: who said no, and why.
+    expect(page).toMatch(/Refused by passport<\/strong> <span class="mono">\(local\)<\/span><\/a>: <span class="failure-reason">Incorrect password\.<\/span>/);
+
+    const missing = await send('POST', '/login', {}, { username: 'ada' });
+    expect(missing.status).toBe(400);
+    expect(missing.checks[0]).toMatchObject({ library: 'passport', verdict: 'refused', reason: 'Missing credentials', fields: { strategy: 'local', status: 400 } });
+
+    const admitted = await send('POST', '/login', {}, { username: 'ada', password: ADA_PASSWORD });
+    expect(admitted.status).toBe(200);
+    expect(admitted.checks).toEqual([expect.objectContaining({ library: 'passport', verdict: 'passed', reason: 'authenticated', fields: { strategy: 'local', user: { id: 7, username: 'ada' } } })]);
+  });
+
+  it('jsonwebtoken: the failed verification, why, the expiry and the audience wanted, the line that called verify', async () => {
+    const expired = jwt.sign({ sub: 'ada', aud: 'notes', exp: 1_700_000_060 }, JWT_KEY);
+    const res = await send('GET', '/me', { authorization: `Bearer ${expired}` });
+    expect(res.status).toBe(401);
+    expect(res.checks).toEqual([expect.objectContaining({ library: 'jsonwebtoken', verdict: 'refused', reason: 'jwt expired', fields: { error: 'TokenExpiredError', expiredAt: '2023-11-14T22:14:20.000Z', audience: 'notes' }, at: line('jwt.verify(') })]);
+    const forged = await send('GET', '/me', { authorization: `Bearer ${jwt.sign({ sub: 'ada', aud: 'notes' }, 'another-key')}` });
+    expect(forged.checks[0]).toMatchObject({ library: 'jsonwebtoken', reason: 'invalid signature' });
+    const panel = await res.page('security');
+    expect(panel).toContain('<strong>jsonwebtoken</strong>');
+    expect(panel).toContain('<p class="check-reason">jwt expired</p>');
+    expect(panel).toContain('2023-11-14T22:14:20.000Z');
+  });
+
+  it('express-rate-limit: the limit, what was used and left, the key it counted by, the line that mounted it', async () => {
+    expect((await send('GET', '/limited')).status).toBe(200);
+    const res = await send('GET', '/limited');
+    expect(res.status).toBe(429);
+    expect(res.checks).toEqual([expect.objectContaining({ library: 'express-rate-limit', verdict: 'refused', reason: '2 requests counted against a limit of 1', fields: expect.objectContaining({ limit: 1, used: 2, remaining: 0, key: '127.0.0.1' }), at: line("app.use('/limited'") })]);
+    expect(await res.page()).toContain('Refused by express-rate-limit');
+  });
+
+  it('express-validator: each failing field, its message, its value (a password\'s hidden)', async () => {
+    const res = await send('POST', '/signup', {}, { email: 'not-an-email', password: 'short-pw' });
+    expect(res.status).toBe(422);
+    expect(res.checks[0]).toMatchObject({
+      library: 'express-validator',
+      reason: 'email: must be an email address; password: must be at least 12 characters',
+      fields: { errors: [{ field: 'email', location: 'body', message: 'must be an email address', value: 'not-an-email' }, { field: 'password', message: 'must be at least 12 characters', value: '[redacted]' }] },
+    });
+    const panel = await res.page('security');
+    expect(panel).toContain('<td class="mono">email <span class="muted">(body)</span></td><td>must be an email address</td><td class="mono">not-an-email</td>');
+    expect(panel).not.toContain('short-pw');
+  });
+
+  it('zod and joi: each issue as the library gave it, read from the answer; the line that answered', async () => {
+    const zod = await send('POST', '/notes', {}, { title: 'a', tags: 'x' });
+    expect(zod.status).toBe(400);
+    expect(zod.checks[0]).toMatchObject({ library: 'zod', fields: { errors: [{ field: 'title', code: 'too_small' }, { field: 'tags', code: 'invalid_type' }] }, at: line('return res.status(400).json({ issues') });
+    expect(zod.checks[0].reason).toMatch(/^title: Too small: expected string to have >=3 characters; tags: /);
+    const joi = await send('PUT', '/profile', {}, { name: 'a' });
+    expect(joi.status).toBe(400);
+    expect(joi.checks[0]).toMatchObject({ library: fixture.endsWith('.mjs') ? 'celebrate' : 'joi', reason: 'name: "name" length must be at least 3 characters long', fields: { errors: [expect.objectContaining({ field: 'name', type: 'string.min' })] } });
+  });
+
+  it('cors, a CSRF check and a body parser\'s limit: the origin refused, the check that failed, the limit and the size', async () => {
+    const cors = await send('GET', '/api/data', { origin: 'https://evil.example' });
+    expect(cors.status).toBe(200);
+    expect(cors.checks).toEqual([expect.objectContaining({ library: 'cors', verdict: 'refused', reason: 'origin https://evil.example is not allowed: the answer has no Access-Control-Allow-Origin' })]);
+    expect((await send('GET', '/api/data', { origin: 'https://app.example' })).checks).toEqual([]);
+
+    const csrf = await send('POST', '/transfer', {}, {});
+    expect(csrf.status).toBe(403);
+    expect(csrf.checks[0]).toMatchObject({ library: 'csrf-csrf', verdict: 'refused', reason: 'invalid csrf token' });
+
+    const big = await send('POST', '/notes', {}, { title: 'x'.repeat(3000) });
+    expect(big.status).toBe(413);
+    expect(big.checks[0]).toMatchObject({ library: 'body-parser', reason: 'request entity too large', fields: { limit: 1024, length: 3012, type: 'entity.too.large' }, at: line('app.use(express.json(') });
+  });
+
+  it('keeps no secret the requests sent', async () => {
+    await send('POST', '/login', {}, { username: 'ada', password: ADA_PASSWORD });
+    const stored = JSON.stringify(readRows(database));
+    expect(stored).toContain('Incorrect password.');
+    expect(stored).not.toContain(ADA_PASSWORD);
+    expect(stored).not.toContain('wrong-password-1');
+    expect(stored).not.toContain('hash-not-shown');
+    expect(stored).not.toContain(jwt.sign({ sub: 'ada', aud: 'notes', exp: 1_700_000_060 }, JWT_KEY).split('.')[2]);
+  });
+});
