@@ -75,7 +75,7 @@ const MESSAGE_KEYS = ['message', 'error', 'detail', 'title', 'error_description'
 export function failureOf(profile: Profile): Failure | undefined {
   if (profile.type === 'command' || profile.status < 400 || profile.collectors.exception !== undefined) return undefined;
   const response = profile.collectors.response as { statusMessage?: string; body?: BodyData; answeredAt?: string[]; answeredBy?: { name: string; at?: string } } | undefined;
-  const checks = (profile.collectors.security as SecurityData | undefined)?.checks ?? [];
+  const refusals = ((profile.collectors.security as SecurityData | undefined)?.checks ?? []).filter((c) => c.verdict !== 'passed');
   const logs = (profile.collectors.logs as { lines?: { level: string; message: string; logger?: string }[] } | undefined)?.lines ?? [];
   const failing = logs.map((line, i) => ({ n: i + 1, level: line.level, message: line.message, logger: line.logger })).filter((line) => line.level === 'error' || line.level === 'warn');
   return {
@@ -83,8 +83,9 @@ export function failureOf(profile: Profile): Failure | undefined {
     title: response?.statusMessage ?? '',
     message: response?.body === undefined ? undefined : messageOf(response.body),
     answeredAt: response?.answeredAt ?? [],
-    answeredBy: response?.answeredAt?.length ? undefined : response?.answeredBy,
-    refusals: checks.filter((c) => c.verdict !== 'passed'),
+    // Named once: a refusal that gives the same line says it already.
+    answeredBy: response?.answeredAt?.length || refusals.some((c) => c.at === response?.answeredBy?.at) ? undefined : response?.answeredBy,
+    refusals,
     lines: failing.slice(0, SHOWN_LINES),
     moreLines: Math.max(0, failing.length - SHOWN_LINES),
   };
