@@ -6,7 +6,7 @@ import { captureConsole, logger, pinoHttpLoaded } from './recording/logger.js';
 import { hookLoadedRouters } from './recording/layers.js';
 import { runInFront } from './recording/front.js';
 import { kProfileCpu, recorder } from './recording/recorder.js';
-import { cpuAsked, exactCpuProfiles, startCpu } from './recording/cpu.js';
+import { cpuAsked, startCpu } from './recording/cpu.js';
 import { checkAccess } from './web/access.js';
 import { announcesKey, keyLink, linkWithKey, madeAccessKey } from './web/access-key.js';
 import { capture, captureCommand } from './recording/capture.js';
@@ -126,7 +126,6 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   void hookEsmNodemailer(tellOwn);
   void hookEsmDrizzle(tellOwn);
   void hookEsmAiSdks(tellOwn);
-  exactCpuProfiles();
   const explainable = new ExplainRegistry();
   let appDescribed = false;
   const excludedStatuses = options.exclude.statuses;

@@ -31,18 +31,16 @@ export interface CpuState {
   origin?: number;
 }
 
-let maglevOff = false;
-
 /**
  * V8's mid-tier compiler, Maglev (on from Node 22), inlines small functions without telling the
  * sampling profiler, which then charges their time to the caller: a profile of warm code named
- * the route handler for the work of every function it called. The profiler runs in development
- * and staging: there Maglev is off for code compiled from then on, as on Node 20; TurboFan, which
- * tells what it inlines, still optimises hot code.
+ * the route handler for the work of every function it called. It is turned off when a process is
+ * first asked for a CPU profile, for code compiled from then on, as on Node 20; TurboFan, which
+ * tells what it inlines, still optimises hot code. Not before: Maglev makes warm code faster, the
+ * recorder's own included (on Node 24, turned off at start, the recorder's thread took about a
+ * fifth more a request, measured). Called once: the session it comes with is kept.
  */
-export function exactCpuProfiles(): void {
-  if (maglevOff) return;
-  maglevOff = true;
+function exactCpuProfiles(): void {
   try {
     setFlagsFromString('--no-maglev');
   } catch {
@@ -78,6 +76,7 @@ export function startCpu(ctx: WorkContext, how: 'header' | 'cookie' | 'asked'): 
     return;
   }
   if (session === undefined) {
+    exactCpuProfiles();
     session = new Session();
     session.connect();
     session.post('Profiler.enable');
