@@ -54,13 +54,19 @@ describe.each([
     expect(admitted.checks).toEqual([expect.objectContaining({ library: 'passport', verdict: 'passed', reason: 'authenticated', fields: { strategy: 'local', user: { id: 7, username: 'ada' } } })]);
   });
 
-  it('jsonwebtoken: the failed verification, why, the expiry and the audience wanted, the line that called verify', async () => {
+  it('jsonwebtoken and jose: the failed verification, why, the expiry and the audience wanted, the line that called verify', async () => {
     const expired = jwt.sign({ sub: 'ada', aud: 'notes', exp: 1_700_000_060 }, JWT_KEY);
     const res = await send('GET', '/me', { authorization: `Bearer ${expired}` });
     expect(res.status).toBe(401);
     expect(res.checks).toEqual([expect.objectContaining({ library: 'jsonwebtoken', verdict: 'refused', reason: 'jwt expired', fields: { error: 'TokenExpiredError', expiredAt: '2023-11-14T22:14:20.000Z', audience: 'notes' }, at: line('jwt.verify(') })]);
     const forged = await send('GET', '/me', { authorization: `Bearer ${jwt.sign({ sub: 'ada', aud: 'notes' }, 'another-key')}` });
     expect(forged.checks[0]).toMatchObject({ library: 'jsonwebtoken', reason: 'invalid signature' });
+    // jose (ES modules only): its verdict as the error the app passed on.
+    const josed = await send('GET', '/jose', { authorization: `Bearer ${expired}` });
+    expect(josed.status).toBe(401);
+    expect(josed.checks[0]).toMatchObject({ library: 'jose', verdict: 'refused', reason: '"exp" claim timestamp check failed', fields: { code: 'ERR_JWT_EXPIRED', claim: 'exp', reason: 'check_failed' } });
+    // The app's line in the error's stack (the await of jwtVerify), or where the route was mounted.
+    expect([line('await jwtVerify('), line("app.get('/jose'")]).toContain(josed.checks[0].at);
     const panel = await res.page('security');
     expect(panel).toContain('<strong>jsonwebtoken</strong>');
     expect(panel).toContain('<p class="check-reason">jwt expired</p>');
