@@ -1,6 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import express from 'express';
+import { rateLimit } from 'express-rate-limit';
 import OpenAI from 'openai';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -16,6 +17,7 @@ let failed: string;
 let fine: string;
 let job: string;
 let planted: string;
+let limited: string;
 let provider: Provider;
 
 /** A header name of 11,100 characters: a key is planted text too. */
@@ -40,6 +42,8 @@ beforeAll(async () => {
     }
     res.json({ id: req.params.id, body: 'x'.repeat(60_000) });
   });
+  // A refusal that throws nothing: express-rate-limit's 429.
+  e.get('/quota', rateLimit({ windowMs: 60_000, limit: 1, legacyHeaders: false, standardHeaders: false }), (_req, res) => res.send('within the quota'));
   e.use(profiler.notFound);
   e.use(profiler.errorHandler);
   app = await listen(e);
@@ -54,7 +58,10 @@ beforeAll(async () => {
   // One request from anyone, to a path nobody serves, instructions in its Referer.
   const probe = await fetch(`${app.url}/wp-login.php`, { headers: { referer: `https://x.example/${INJECTION.repeat(40)}`, [LONG_NAME]: '1' } });
   await probe.text();
-  [fine, failed, planted] = [ok, bad, probe].map((r) => r.headers.get('x-debug-token')!);
+  await (await fetch(`${app.url}/quota`)).text();
+  const refused = await fetch(`${app.url}/quota`);
+  await refused.text();
+  [fine, failed, planted, limited] = [ok, bad, probe, refused].map((r) => r.headers.get('x-debug-token')!);
   profiler.flush();
   job = readRows(database).find((r) => r.type === 'command')!.token;
   profiler.close();
@@ -117,7 +124,9 @@ describe('web-profiler mcp', () => {
     expect(errors.content[0].text).not.toContain('IMPORTANT SYSTEM NOTE');
     expect(errors.structuredContent.recorded.errors.map((e: any) => e.token)).toEqual([failed, job]);
     const all = await call('latest_errors', { limit: 50, include_client_errors: true });
-    expect(all.structuredContent.recorded.errors.map((e: any) => e.token)).toEqual([planted, failed, job]);
+    expect(all.structuredContent.recorded.errors.map((e: any) => e.token)).toEqual([limited, planted, failed, job]);
+    // Who said no, and why, at a glance.
+    expect(all.structuredContent.recorded.errors[0].refused).toEqual([{ library: 'express-rate-limit', reason: '2 counted against a limit of 1', at: expect.stringMatching(/test[\\/]mcp\.test\.ts:\d+$/) }]);
     expect((await call('search_requests', { url: 'wp-login' })).structuredContent.notice).toMatch(untrusted);
     for (const answer of [all, await call('get_profile', { token: planted, panel: 'request' })]) {
       expect(answer.structuredContent.notice).toMatch(untrusted);
@@ -155,7 +164,7 @@ describe('web-profiler mcp', () => {
     expect(unknown.content[0].text).toContain('No profile is stored for token abcdef');
     const panel = await call('get_profile', { token: failed, panel: 'secrets' });
     expect(panel.isError).toBe(true);
-    expect(panel.content[0].text).toMatch(/^There is no panel "secrets"\. Panels: command, request, response, graphql, exception, logs/);
+    expect(panel.content[0].text).toMatch(/^There is no panel "secrets"\. Panels: command, request, response, security, graphql, exception, logs/);
   });
 
   it('changes nothing in the file', async () => {

@@ -80,12 +80,15 @@ async function readSoon(store: ProfileReader, token: string): Promise<Profile | 
 function headline(profile: Profile): Record<string, unknown> {
   const chain = (profile.collectors.exception as Any | undefined)?.chain as Any[] | undefined;
   const ai = profile.collectors.ai as Any | undefined;
+  const refused = ((profile.collectors.security as Any | undefined)?.checks as Any[] | undefined)?.filter((c) => c.verdict !== 'passed');
   const { collectors: _c, collectorErrors: _e, ...summary } = profile;
   return {
     ...summary,
     panels: Object.keys(profile.collectors).filter((id) => PANELS.includes(id)),
     ...(chain?.length ? { exception: { class: chain[0].class, message: chain[0].message, at: topFrame(chain[0]), causes: chain.slice(1).map((e) => `${e.class}: ${e.message}`) } } : {}),
     ...(ai ? { ai: aiHeadline(ai) } : {}),
+    // Who said no and why, for a refusal that threw nothing (see collectors/security.ts).
+    ...(refused?.length ? { refused: refused.map((c) => ({ library: c.library, reason: c.reason, at: c.at })) } : {}),
   };
 }
 

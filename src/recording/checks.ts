@@ -70,7 +70,7 @@ function readChecks(ctx: RequestContext, status: number): void {
       noteCheck(ctx, {
         library: 'express-rate-limit',
         verdict: 'refused',
-        reason: `${info.used} requests counted against a limit of ${info.limit}`,
+        reason: `${info.used} counted against a limit of ${info.limit}`,
         fields: { limit: info.limit, used: info.used, remaining: info.remaining, resetTime: info.resetTime instanceof Date ? info.resetTime.toISOString() : info.resetTime, key: info.key },
         at: mountedAt,
       });
