@@ -1,5 +1,6 @@
 import type { AppInfo } from '../recording/app-info.js';
 import type { RecordOptions } from '../redaction/record.js';
+import type { Captured } from '../recording/capture.js';
 import type { QueueOptions } from './queue.js';
 
 /** What the writer thread needs of a profiler's options: plain data, no functions. */
@@ -12,8 +13,7 @@ export type WriterOptions = QueueOptions & RecordOptions & {
 /** Messages to the writer thread. Those with a seq are answered, and the caller waits. */
 export type ToWriter =
   | { type: 'open'; id: number; options: WriterOptions; bits: SharedArrayBuffer; backlog: SharedArrayBuffer; slot: SharedArrayBuffer }
-  /** Captures as v8.serialize() wrote them (see ProfileWriter.post): an array of Captured. */
-  | { type: 'profiles'; id: number; items: Uint8Array }
+  | { type: 'profiles'; id: number; items: Captured[] }
   | { type: 'app'; id: number; app: AppInfo }
   | { type: 'flush'; id: number; seq: number }
   | { type: 'close'; id: number; seq: number };

@@ -1,6 +1,5 @@
 // The writer thread: redacts, serialises and stores the captures of every profiler in this process
 // as records, so that the request's thread only takes a capture. The pages derive the rest.
-import { deserialize } from 'node:v8';
 import { workerData, type MessagePort } from 'node:worker_threads';
 import type { Captured } from '../recording/capture.js';
 import { processConfig } from '../recording/process-config.js';
@@ -65,7 +64,7 @@ function handle(msg: ToWriter): void {
       return;
     }
     case 'profiles':
-      return queues.get(msg.id)?.push(deserialize(msg.items) as Captured[]);
+      return queues.get(msg.id)?.push(msg.items);
     case 'app': {
       const options = panelOptions.get(msg.id);
       if (options) options.app = { ...msg.app, settings: redactValue(msg.app.settings, options.redactKeys) as Record<string, unknown> };

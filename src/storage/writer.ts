@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { serialize } from 'node:v8';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import type { AppInfo } from '../recording/app-info.js';
 import { sendable, type Captured } from '../recording/capture.js';
@@ -126,31 +125,23 @@ class WriterThread {
     this.port?.postMessage(msg);
   }
 
-  /**
-   * Returns false when the thread is not running (starting again after a failure, or stopped): the
-   * items are not recorded. They cross as the bytes v8.serialize() makes of them, moved, not
-   * copied: the same structured clone postMessage makes of objects, at less than half its cost on
-   * this thread (Node's own message serialiser checks every object for ports and transfers).
-   */
+  /** Returns false when the thread is not running (starting again after a failure, or stopped): the items are not recorded. */
   post(id: number, items: Captured[]): boolean {
     const port = this.port ?? this.start();
     if (!port) return false;
-    let bytes: Buffer;
     try {
-      bytes = serialize(items);
+      port.postMessage({ type: 'profiles', id, items } satisfies ToWriter);
     } catch {
       // Something an app's own panel returned cannot cross to a thread (a function, a socket):
       // those snapshots go as plain copies, the others as they are.
-      bytes = serialize(items.map((item) => {
+      for (const item of items) {
         try {
-          serialize(item);
-          return item;
+          port.postMessage({ type: 'profiles', id, items: [item] } satisfies ToWriter);
         } catch {
-          return sendable(item);
+          port.postMessage({ type: 'profiles', id, items: [sendable(item)] } satisfies ToWriter);
         }
-      }));
+      }
     }
-    port.postMessage({ type: 'profiles', id, items: bytes } satisfies ToWriter, [bytes.buffer as ArrayBuffer]);
     return true;
   }
 
