@@ -119,6 +119,12 @@ describe.each([
     expect(big.checks[0]).toMatchObject({ library: 'body-parser', reason: 'request entity too large', fields: { limit: 1024, length: 3012, type: 'entity.too.large' }, at: line('app.use(express.json(') });
   });
 
+  it('names no library for a 404 the profiler\'s notFound answered', async () => {
+    const res = await send('GET', '/nowhere');
+    expect(res.status).toBe(404);
+    expect(res.checks).toEqual([]);
+  });
+
   it('keeps no secret the requests sent', async () => {
     await send('POST', '/login', {}, { username: 'ada', password: ADA_PASSWORD });
     const stored = JSON.stringify(readRows(database));

@@ -72,13 +72,16 @@ function celebrateErrors(details: unknown): unknown[] {
     (Array.isArray(joi?.details) ? joi.details : []).map((i: Issue) => ({ field: Array.isArray(i.path) ? i.path.join('.') : '', location, message: i.message, type: i.type })));
 }
 
-/** The package whose code raised the error: its first frame in node_modules. */
+/**
+ * The package whose code made the error: its innermost frame's, when that is in node_modules and
+ * not the profiler's own. An error made by the app or the profiler (its notFound) and passed up
+ * through the router is no library's refusal.
+ */
 function packageIn(e: ErrorInfo): string | undefined {
-  for (const f of e.frames) {
-    const m = /[\\/]node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)[\\/]/.exec(f.file);
-    if (m !== null) return m[1].replace('\\', '/');
-  }
-  return undefined;
+  const made = e.frames[0];
+  if (made === undefined || made.profiler) return undefined;
+  const m = /[\\/]node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)[\\/]/.exec(made.file);
+  return m === null ? undefined : m[1].replace('\\', '/');
 }
 
 type Issue = { path?: unknown; message?: unknown; code?: unknown; type?: unknown };

@@ -1,5 +1,6 @@
 import { callerFrame } from '../recording/caller.js';
 import { noteCheck } from '../recording/checks.js';
+import type { WorkContext } from '../recording/context.js';
 import { requestOf } from '../recording/inside.js';
 import type { DriverAdapter } from './driver.js';
 
@@ -14,9 +15,7 @@ const CLAIMS = ['sub', 'iss', 'aud', 'exp', 'nbf', 'iat', 'scope'];
  * signature`, `jwt audience invalid. expected: …`), with the app's line that called it. The
  * token itself and the key are never kept.
  */
-function verdict(err: unknown, payload: unknown, options: unknown, at: string | undefined): void {
-  const ctx = requestOf();
-  if (ctx === undefined) return;
+function verdict(ctx: WorkContext, err: unknown, payload: unknown, options: unknown, at: string | undefined): void {
   const wanted = wantedOf(options);
   if (err) {
     const e = err as { name?: unknown; message?: unknown; expiredAt?: unknown; date?: unknown; inner?: { message?: unknown } };
@@ -55,13 +54,14 @@ export const jsonwebtoken: DriverAdapter = {
     const module = loaded as { verify: Verify };
     const original = module.verify;
     module.verify = function verify(this: unknown, token: unknown, key: unknown, options?: unknown, callback?: unknown) {
-      if (requestOf() === undefined) return original.call(this, token, key, options, callback);
+      const ctx = requestOf();
+      if (ctx === undefined) return original.call(this, token, key, options, callback);
       const at = callerFrame();
       const given = typeof options === 'function' ? options : callback;
       const opts = typeof options === 'function' ? undefined : options;
       if (typeof given === 'function') {
         return original.call(this, token, key, opts, function (this: unknown, err: unknown, payload: unknown) {
-          verdict(err, payload, opts, at);
+          verdict(ctx, err, payload, opts, at);
           return (given as (...a: unknown[]) => unknown).call(this, err, payload);
         });
       }
@@ -69,10 +69,10 @@ export const jsonwebtoken: DriverAdapter = {
       try {
         payload = original.call(this, token, key, opts);
       } catch (err) {
-        verdict(err, undefined, opts, at);
+        verdict(ctx, err, undefined, opts, at);
         throw err;
       }
-      verdict(undefined, payload, opts, at);
+      verdict(ctx, undefined, payload, opts, at);
       return payload;
     } as Verify;
   },

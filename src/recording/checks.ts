@@ -10,7 +10,7 @@ import { mountOf } from './mounts.js';
 export interface Check {
   library: string;
   verdict: 'passed' | 'refused' | 'error';
-  /** The reason as the library gave it: `Incorrect password.`, `jwt expired`, `Too many requests`. */
+  /** The reason as the library gave it: `Incorrect password.`, `jwt expired`, `invalid csrf token`. */
   reason: string;
   /** What else it said, by name: the strategy, the limit and what was left, each failing field. */
   fields?: Record<string, unknown>;
@@ -47,7 +47,7 @@ export const mountedLine = (named: string | undefined): string | undefined => {
 };
 
 /**
- * A failure going out that no exception explains: what the libraries that keep their verdict on
+ * A failure going out that no exception explains (its answering layer already in `answeredBy`): what the libraries that keep their verdict on
  * the request left there. express-rate-limit's `req.rateLimit` (its info, whatever the app
  * named it: found by shape), express-validator's contexts (each field that failed).
  */
@@ -62,7 +62,6 @@ export function checksAtAnswer(ctx: RequestContext, status: number): void {
 
 function readChecks(ctx: RequestContext, status: number): void {
   const req = ctx.req as unknown as Record<string, unknown>;
-  ctx.answeredBy = layerNamed(ctx);
   const mountedAt = mountedLine(ctx.answeredBy);
   if (status === 429) {
     const info = rateLimitOf(req);

@@ -2,12 +2,12 @@ import dc from 'node:diagnostics_channel';
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 import path from 'node:path';
-import { hookMounts } from './mounts.js';
-import { layerNamed } from './checks.js';
 import vm from 'node:vm';
 import { contextOf, enter, leave, type RequestContext, type Span } from './context.js';
 import { ranFor } from './loop.js';
 import { stackOf } from './caller.js';
+import { hookMounts } from './mounts.js';
+import { layerNamed } from './checks.js';
 
 /** The part of an Express 4 or 5 router layer that we read. */
 export interface RouterLayer {
@@ -192,7 +192,6 @@ function callSite(original: Handler, proto: object, handlesError: boolean): { fi
   if (site?.getFunctionName() !== original.name || !file || !line || !column) return undefined;
   return { file, line, column };
 }
-
 
 /** Express 5's router: a handler's promise that rejects hands its reason to next. */
 function settlePromise(ret: unknown, next: Next, ctx: RequestContext | undefined): void {

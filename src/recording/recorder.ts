@@ -5,7 +5,7 @@ import { contextOf, kContext, requestStarted, type RecorderSettings, type Reques
 import { hookLayers } from './layers.js';
 import { logger, pinoHttpLoaded, RequestLogger } from './logger.js';
 import { callerFrames } from './caller.js';
-import { checksAtAnswer } from './checks.js';
+import { checksAtAnswer, layerNamed } from './checks.js';
 import { answeredFrom, serverTiming } from './inside.js';
 import { cpuNoteOther, cpuRunning, startCpu, stopCpu } from './cpu.js';
 import { isToken } from './token.js';
@@ -174,6 +174,7 @@ function patchPrototypes(req: Request, res: Response) {
     // A refusal or a failure no exception explains: the app's line that sent it (a stack, on failures only).
     if (ctx.error === undefined && Number(status) >= 400) {
       ctx.answeredAt = callerFrames(2);
+      ctx.answeredBy = layerNamed(ctx);
       checksAtAnswer(ctx, Number(status));
     }
     // Node takes (status, headers) as well as (status, reason, headers).
