@@ -5,7 +5,7 @@ import { contextOf } from './recording/context.js';
 import { captureConsole, logger, pinoHttpLoaded } from './recording/logger.js';
 import { hookLoadedRouters } from './recording/layers.js';
 import { runInFront } from './recording/front.js';
-import { kProfileCpu, recorder } from './recording/recorder.js';
+import { kProfileCpu, recorder, requestFinished } from './recording/recorder.js';
 import { cpuAsked, startCpu } from './recording/cpu.js';
 import { checkAccess } from './web/access.js';
 import { announcesKey, keyLink, linkWithKey, madeAccessKey } from './web/access-key.js';
@@ -176,6 +176,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     behind: () => writer.behind,
     // A shared store's tokens carry this instance's slot in front of what the bitmap holds.
     drew: (token) => (storage.shared ? drewShared(token, writer) : writer.taken.has(token)),
+    finished: requestFinished,
   });
   const failures: Failure[] = [];
   // What the app's tests read (express-web-profiler/testing): a profile at once, and the requests that failed.

@@ -31,13 +31,29 @@ describe.each(stores)('a profile is readable the moment its response has finishe
   let previous = '';
   let n = 0;
   let loaded = false;
+  let asked: (() => void) | undefined;
+  let ending: (() => void) | undefined;
 
   beforeAll(async () => {
     if (skip) return;
     const db = database();
     profiler = webProfiler({ database: db, schema, onError: () => {} });
     const app = express();
+    // Before the profiler: notes that a reader's request has reached the server.
+    app.use((req, _res, next) => {
+      if (req.path.startsWith('/_profiler/')) asked?.();
+      next();
+    });
     app.use(profiler);
+    // Its head and a first part go out at once; its end comes when another request asks for it.
+    app.get('/running', (_req, res) => {
+      res.write('the first part, ');
+      ending = () => res.end('the end');
+    });
+    app.get('/end-it', (_req, res) => {
+      ending?.();
+      res.end();
+    });
     app.get('/page/:n', (req, res) => {
       req.log.info('page asked', { n: req.params.n });
       res.send(`<!doctype html><html><body><h1>page ${req.params.n}</h1></body></html>`);
@@ -122,6 +138,23 @@ describe.each(stores)('a profile is readable the moment its response has finishe
       for (let i = 0; i < TRIES; i++) await read(await answer(reader.startsWith('the exception')));
     });
   }
+
+  it.skipIf(skip)('a profile asked for while its response still runs: the page waits for its end', async () => {
+    const res = await fetch(`${server.url}/running`);
+    const token = res.headers.get('x-debug-token')!;
+    const arrived = new Promise<void>((resolve) => (asked = resolve));
+    const page = fetch(`${server.url}/_profiler/${token}`, { headers: { accept: 'application/json' } });
+    await arrived;
+    asked = undefined;
+    await fetch(`${server.url}/end-it`);
+    expect(await res.text()).toBe('the first part, the end');
+    const answered = await page;
+    expect(answered.status).toBe(200);
+    const profile = await answered.json();
+    expect(profile).toMatchObject({ token, status: 200 });
+    // The whole answer, its end included.
+    expect(JSON.stringify(profile.collectors.response.body)).toContain('the first part, the end');
+  });
 
   it.skipIf(skip)('so do they all under load from another process', async () => {
     const load = await startLoad(server.url);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import jwt from 'jsonwebtoken';
@@ -34,7 +35,7 @@ describe.each([
     // The page asks the writer for what is not stored yet: no wait needed here.
     const profile = await (await fetch(`${app.url}/_profiler/${token}`, { headers: profiler })).json();
     const page = (panel?: string) => fetch(`${app.url}/_profiler/${token}${panel ? `?panel=${panel}` : ''}`, { headers: { 'x-profiler-secret': KEY } }).then((r) => r.text());
-    return { status: res.status, checks: (profile.collectors.security?.checks ?? []) as Record<string, any>[], page };
+    return { status: res.status, headers: res.headers, checks: (profile.collectors.security?.checks ?? []) as Record<string, any>[], page };
   }
 
   it('passport: the strategy, its message, the line that mounted it; the user it let in', async () => {
@@ -52,6 +53,27 @@ describe.each([
     const admitted = await send('POST', '/login', {}, { username: 'ada', password: ADA_PASSWORD });
     expect(admitted.status).toBe(200);
     expect(admitted.checks).toEqual([expect.objectContaining({ library: 'passport', verdict: 'passed', reason: 'authenticated', fields: { strategy: 'local', user: { id: 7, username: 'ada' } } })]);
+  });
+
+  it('passport\'s session: the user it restored and the session it used; a visitor with none is passed on, not refused', async () => {
+    const signedIn = await send('POST', '/account/login', {}, { username: 'ada', password: ADA_PASSWORD });
+    expect(signedIn.status).toBe(200);
+    const cookie = signedIn.headers.get('set-cookie')!.split(';')[0];
+    const sessionId = decodeURIComponent(cookie.split('=')[1]).replace(/^s:/, '').split('.')[0];
+
+    const known = await send('GET', '/account/me', { cookie });
+    expect(known.status).toBe(200);
+    expect(known.checks).toEqual([expect.objectContaining({ library: 'passport', verdict: 'passed', reason: 'user restored from the session', fields: { strategy: 'session', user: { id: 7, username: 'ada' }, fingerprint: createHash('sha256').update(sessionId).digest('hex').slice(0, 8) } })]);
+    const panel = await known.page('security');
+    expect(panel).toContain('user restored from the session');
+    expect(panel).not.toContain(sessionId);
+
+    const stranger = await send('GET', '/account/me');
+    expect(stranger.status).toBe(401);
+    expect(stranger.checks).toEqual([expect.objectContaining({ library: 'passport', verdict: 'passed', reason: 'passed on (no one signed in)', fields: { strategy: 'session' } })]);
+    // The app refused, not passport: the page does not blame it.
+    expect(await stranger.page()).not.toContain('Refused by passport');
+    expect(JSON.stringify(readRows(database))).not.toContain(sessionId);
   });
 
   it('jsonwebtoken and jose: the failed verification, why, the expiry and the audience wanted, the line that called verify', async () => {

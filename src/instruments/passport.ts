@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { layerNamed, mountedLine, noteCheck } from '../recording/checks.js';
 import type { WorkContext } from '../recording/context.js';
 import { requestOf } from '../recording/inside.js';
@@ -48,13 +49,17 @@ function watch(self: Record<string, unknown>, ctx: WorkContext, strategy: string
       return given.apply(this, args);
     };
   };
-  around('success', (user, info) => note('passed', 'authenticated', { user: userOf(user), ...infoOf(info), session: sessionOf(req) }));
+  around('success', (user, info) => note('passed', 'authenticated', { user: userOf(user), ...infoOf(info) }));
   around('fail', (challenge, status) => {
     const message = typeof challenge === 'string' ? challenge : (challenge as { message?: unknown } | undefined)?.message;
     note('refused', typeof message === 'string' && message !== '' ? message : 'failed', { status: typeof challenge === 'number' ? challenge : status });
   });
   around('error', (err) => note('error', String((err as Error)?.message ?? err), {}));
-  around('pass', () => note('passed', 'passed on (nothing to authenticate)', { session: sessionOf(req) }));
+  // The session strategy says pass() either way: whether it restored a user is on the request.
+  around('pass', () => {
+    const user = ownValue(req, ownValue(req, '_userProperty') ?? 'user');
+    note('passed', user === undefined ? 'passed on (no one signed in)' : 'user restored from the session', user === undefined ? {} : { user: userOf(user), fingerprint: sessionOf(req) });
+  });
   around('redirect', (url, status) => note('passed', 'redirected', { url, status }));
 }
 
@@ -74,10 +79,18 @@ const infoOf = (info: unknown): Record<string, unknown> => {
   return typeof message === 'string' ? { message } : {};
 };
 
-/** The session passport read the user from: its id, as express-session names it. */
+/** A property the request holds itself, read without running a getter of the app's. */
+function ownValue(req: unknown, key: unknown): unknown {
+  return typeof req === 'object' && req !== null && typeof key === 'string' ? Object.getOwnPropertyDescriptor(req, key)?.value : undefined;
+}
+
+/**
+ * The session passport read the user from, as a fingerprint of express-session's id: the same for
+ * every request of one session, and no part of the id itself (a session's id is its key).
+ */
 function sessionOf(req: unknown): string | undefined {
-  const id = Object.getOwnPropertyDescriptor(req as object, 'sessionID')?.value;
-  return typeof id === 'string' ? `${id.slice(0, 6)}…` : undefined;
+  const id = ownValue(req, 'sessionID');
+  return typeof id === 'string' ? createHash('sha256').update(id).digest('hex').slice(0, 8) : undefined;
 }
 
 export const passport: DriverAdapter = {

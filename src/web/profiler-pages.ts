@@ -37,10 +37,14 @@ export interface PagesDeps {
   behind(): boolean;
   /** Whether `token` may be one this process drew (and so may still be on its way). */
   drew(token: string): boolean;
+  /** Resolves once the request that drew `token` here has finished, or after `ceiling` ms. */
+  finished(token: string, ceiling: number): Promise<void>;
 }
 
 const RECENT = 8;
 const RECENT_MS = 10_000;
+/** How long a page waits for a request still running when its profile is asked for. */
+const RUNNING_WAIT_MS = 3_000;
 
 /** Live lists open at once, per profiler: each polls the store. */
 const MAX_STREAMS = 16;
@@ -101,6 +105,11 @@ export function profilerPages(deps: PagesDeps) {
     const profile = await derived(store, token, panelOptions, tellPanel);
     if (profile || !deps.drew(token)) return profile;
     await deps.settle();
+    const answered = await derived(store, token, panelOptions, tellPanel);
+    if (answered) return answered;
+    // Its head went out before its end: the profile is made when the request finishes.
+    await deps.finished(token, RUNNING_WAIT_MS);
+    await deps.settle();
     return derived(store, token, panelOptions, tellPanel);
   }
 
@@ -148,7 +157,7 @@ export function profilerPages(deps: PagesDeps) {
     const profile = await readProfile(store, token);
     if (!profile) {
       res.setHeader('Retry-After', '1');
-      return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}": it was pruned, dropped while storage was behind, or recorded by another server that has not written it yet.`, { token });
+      return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}": its request is still running (a profile is written when the response ends), or it was pruned, dropped while storage was behind, or recorded by another server that has not written it yet.`, { token });
     }
     const panels = menuOf(profile, options.panels);
     const asked = req.query.panel;
