@@ -1,7 +1,7 @@
 import express from 'express';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webProfiler } from '../src/index.js';
@@ -29,6 +29,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
   profiler?.close();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 /** Where the made files run: inside the project, so that `vitest` resolves for them. */
