@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { CorePanel } from './collector.js';
 import type { BodyData } from '../redaction/body.js';
+import { layerParts } from '../recording/checks.js';
 import { httpDate } from '../redaction/record.js';
 import { linkOf, unpackHeaders, type DerivedHeaders, unpackBody, type StoredBody } from './derive.js';
 
@@ -22,7 +23,7 @@ export const response: CorePanel<ResponseData> = {
   collect(s) {
     if (s.command !== undefined) return undefined;
     const r = s.response;
-    return { status: r.status, statusMessage: r.statusMessage, headers: r.headers, body: r.body, aborted: s.aborted, ...(r.answeredAt === undefined || r.answeredAt.length === 0 ? {} : { answeredAt: r.answeredAt }), ...(r.answeredBy === undefined ? {} : { answeredBy: layerOf(r.answeredBy) }) };
+    return { status: r.status, statusMessage: r.statusMessage, headers: r.headers, body: r.body, aborted: s.aborted, ...(r.answeredAt === undefined || r.answeredAt.length === 0 ? {} : { answeredAt: r.answeredAt }), ...(r.answeredBy === undefined ? {} : { answeredBy: layerParts(r.answeredBy) }) };
   },
   unpack(s: Omit<ResponseData, 'status' | 'statusMessage' | 'aborted' | 'body'> & { status?: number; statusMessage?: string | null; aborted?: true; body: StoredBody }, summary) {
     const status = s.status ?? summary.status;
@@ -46,8 +47,3 @@ const derivedHeaders: DerivedHeaders = [
   // Node's Date header is the time the head went out, to the second: most often the arrival's second.
   ['date', (summary) => httpDate(summary.time)],
 ];
-
-function layerOf(stored: string): { name: string; at?: string } {
-  const tab = stored.indexOf('\t');
-  return tab < 0 ? { name: stored } : { name: stored.slice(0, tab), at: stored.slice(tab + 1) };
-}

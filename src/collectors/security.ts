@@ -94,7 +94,8 @@ type Issue = { path?: unknown; message?: unknown; code?: unknown; type?: unknown
 function fromAnswer(s: Snapshot): Check | undefined {
   const json = s.response.body.json;
   if (json === undefined || json === null || typeof json !== 'object') return undefined;
-  const at = s.response.answeredAt?.[0];
+  // Its reason is made of its fields' messages (reasonOf); its line, the app's that answered.
+  const refused = (library: string, errors: unknown[]): Check => ({ library, verdict: 'refused', reason: '', fields: { errors }, at: s.response.answeredAt?.[0] });
   const o = json as Record<string, unknown>;
   const error = (o.error !== null && typeof o.error === 'object' ? o.error : {}) as Record<string, unknown>;
   const candidates = [json, o.issues, error.issues, o.errors, o.details, error.details];
@@ -105,18 +106,17 @@ function fromAnswer(s: Snapshot): Check | undefined {
     const joi = issues.every((i) => typeof i.type === 'string' && i.type.includes('.'));
     const zod = issues.every((i) => typeof i.code === 'string' && Array.isArray(i.path));
     if (!joi && !zod) continue;
-    const errors = issues.map((i) => ({ field: Array.isArray(i.path) ? i.path.join('.') : String(i.path ?? ''), message: i.message, ...(joi ? { type: i.type } : { code: i.code }) }));
-    return { library: joi ? 'joi' : 'zod', verdict: 'refused', reason: '', fields: { errors }, at };
+    return refused(joi ? 'joi' : 'zod', issues.map((i) => ({ field: Array.isArray(i.path) ? i.path.join('.') : String(i.path ?? ''), message: i.message, ...(joi ? { type: i.type } : { code: i.code }) })));
   }
   const fieldErrors = (o.fieldErrors ?? error.fieldErrors) as Record<string, unknown> | undefined;
   if (fieldErrors !== null && typeof fieldErrors === 'object' && !Array.isArray(fieldErrors)) {
     const errors = Object.entries(fieldErrors).flatMap(([field, messages]) => (Array.isArray(messages) ? messages : [messages]).map((message) => ({ field, message })));
-    if (errors.length > 0) return { library: 'zod', verdict: 'refused', reason: '', fields: { errors }, at };
+    if (errors.length > 0) return refused('zod', errors);
   }
   const validation = o.validation as Record<string, { source?: unknown; keys?: unknown; message?: unknown }> | undefined;
   if (validation !== null && typeof validation === 'object') {
     const errors = Object.values(validation).filter((v) => v !== null && typeof v === 'object' && typeof v.message === 'string').map((v) => ({ field: Array.isArray(v.keys) ? v.keys.join(', ') : '', location: v.source, message: v.message }));
-    if (errors.length > 0) return { library: 'celebrate', verdict: 'refused', reason: '', fields: { errors }, at };
+    if (errors.length > 0) return refused('celebrate', errors);
   }
   return undefined;
 }
@@ -131,8 +131,7 @@ function corsOf(s: Snapshot): Check | undefined {
   if (origin === undefined || origin === 'null' || sameOrigin(origin, s.url)) return undefined;
   const allowOrigin = first(s.response.headers['access-control-allow-origin']);
   const preflight = s.request.method === 'OPTIONS' ? first(s.request.headers['access-control-request-method']) : undefined;
-  const by = s.response.answeredBy;
-  const at = by === undefined ? undefined : by.slice(by.indexOf('\t') + 1) || undefined;
+  const at = mountedLine(s.response.answeredBy);
   if (allowOrigin === undefined) {
     return { library: 'cors', verdict: 'refused', reason: `origin ${origin} is not allowed: the answer has no Access-Control-Allow-Origin`, fields: { origin, ...(preflight === undefined ? {} : { method: preflight }) }, at };
   }

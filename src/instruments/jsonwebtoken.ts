@@ -31,7 +31,10 @@ function verdict(ctx: WorkContext, err: unknown, payload: unknown, options: unkn
   const claims: Record<string, unknown> = {};
   if (payload !== null && typeof payload === 'object') {
     const p = ((payload as { payload?: unknown }).payload ?? payload) as Record<string, unknown>;
-    for (const key of CLAIMS) if (Object.getOwnPropertyDescriptor(p, key)?.value !== undefined) claims[key] = p[key];
+    for (const key of CLAIMS) {
+      const value = Object.getOwnPropertyDescriptor(p, key)?.value;
+      if (value !== undefined) claims[key] = value;
+    }
   }
   noteCheck(ctx, { library: 'jsonwebtoken', verdict: 'passed', reason: 'verified', fields: { ...claims, ...wanted }, at });
 }

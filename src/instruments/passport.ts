@@ -68,7 +68,7 @@ function userOf(user: unknown): unknown {
   if (user === null || typeof user !== 'object') return user;
   const out: Record<string, unknown> = {};
   for (const key of ['id', '_id', 'uuid', 'username', 'email', 'name', 'role', 'roles']) {
-    const value = Object.getOwnPropertyDescriptor(user, key)?.value;
+    const value = ownValue(user, key);
     if (value !== undefined && typeof value !== 'function') out[key] = typeof value === 'object' && value !== null && !Array.isArray(value) ? String(value) : value;
   }
   return out;
@@ -79,9 +79,9 @@ const infoOf = (info: unknown): Record<string, unknown> => {
   return typeof message === 'string' ? { message } : {};
 };
 
-/** A property the request holds itself, read without running a getter of the app's. */
-function ownValue(req: unknown, key: unknown): unknown {
-  return typeof req === 'object' && req !== null && typeof key === 'string' ? Object.getOwnPropertyDescriptor(req, key)?.value : undefined;
+/** A property an object of the app's holds itself, read without running a getter of the app's. */
+function ownValue(holder: unknown, key: unknown): unknown {
+  return typeof holder === 'object' && holder !== null && typeof key === 'string' ? Object.getOwnPropertyDescriptor(holder, key)?.value : undefined;
 }
 
 /**

@@ -40,11 +40,14 @@ export function layerNamed(ctx: WorkContext): string | undefined {
   return at === undefined ? name : `${name}\t${at}`;
 }
 
+/** A layerNamed() string read back: the layer's name, and the app's line when it has one. */
+export function layerParts(named: string): { name: string; at?: string } {
+  const tab = named.indexOf('\t');
+  return tab < 0 ? { name: named } : { name: named.slice(0, tab), at: named.slice(tab + 1) };
+}
+
 /** The app's line in a layerNamed() string, when it has one. */
-export const mountedLine = (named: string | undefined): string | undefined => {
-  const tab = named?.indexOf('\t') ?? -1;
-  return tab < 0 ? undefined : named!.slice(tab + 1);
-};
+export const mountedLine = (named: string | undefined): string | undefined => (named === undefined ? undefined : layerParts(named).at);
 
 /**
  * A failure going out that no exception explains (its answering layer already in `answeredBy`): what the libraries that keep their verdict on

@@ -109,9 +109,8 @@ function finishEnded(recorder: RecorderSettings): void {
   for (const res of ended) if (res[kContext]?.recorder === recorder) finish.call(res);
 }
 
-/** Pages waiting for a request that was still running when its profile was asked for, by token. */
-const awaited = new Map<string, () => void>();
-const finishing = new Map<string, Promise<void>>();
+/** Pages waiting for a request that was still running when its profile was asked for, by token: its end, and what tells them. */
+const awaited = new Map<string, { done: Promise<void>; settle: () => void }>();
 
 /**
  * Resolves once the request that drew `token` has finished, or after `ceiling` ms. Its head (and
@@ -119,20 +118,18 @@ const finishing = new Map<string, Promise<void>>();
  * session store's write (express-session sends all but the last byte, then touches the store).
  */
 export function requestFinished(token: string, ceiling: number): Promise<void> {
-  let done = finishing.get(token);
-  if (done === undefined) {
-    done = new Promise<void>((resolve) => {
-      const timer = setTimeout(settle, ceiling);
-      function settle() {
-        clearTimeout(timer);
-        awaited.delete(token);
-        finishing.delete(token);
-        resolve();
-      }
-      awaited.set(token, settle);
-    });
-    finishing.set(token, done);
-  }
+  const waiting = awaited.get(token);
+  if (waiting !== undefined) return waiting.done;
+  let settle!: () => void;
+  const done = new Promise<void>((resolve) => {
+    const timer = setTimeout(() => settle(), ceiling);
+    settle = () => {
+      clearTimeout(timer);
+      awaited.delete(token);
+      resolve();
+    };
+  });
+  awaited.set(token, { done, settle });
   return done;
 }
 
@@ -146,7 +143,7 @@ function finish(this: Tracked) {
     if (ctx.cpu !== undefined) stopCpu(ctx);
     loopFinished(ctx);
     ctx.recorder.done(ctx);
-    if (awaited.size !== 0) awaited.get(ctx.token)?.();
+    if (awaited.size !== 0) awaited.get(ctx.token)?.settle();
   } catch (err) {
     // After the response, on an event of the app's: nothing may be thrown from here.
     ctx.recorder.failed(err);
