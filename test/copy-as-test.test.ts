@@ -51,7 +51,9 @@ describe.each(['node', 'vitest', 'jest'] as const)('a refused sign-in as a %s te
     expect(refused.status).toBe(401);
     const made = await fetch(`${server.url}/_profiler/${refused.headers.get('x-debug-token')}/test?runner=${runner}`);
     expect(made.status).toBe(200);
-    expect(made.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    // A download no page can run as a script.
+    expect(made.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(made.headers.get('content-disposition')).toMatch(/^attachment; filename="[0-9a-f]+\.test\.(mjs|cjs)"$/);
     const text = await made.text();
     expect(text).not.toContain(WRONG);
     expect(text).not.toContain(BEARER);

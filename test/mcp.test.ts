@@ -3,7 +3,10 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import express from 'express';
 import { rateLimit } from 'express-rate-limit';
 import OpenAI from 'openai';
-import { readFileSync, statSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webProfiler } from '../src/index.js';
@@ -19,6 +22,10 @@ let job: string;
 let planted: string;
 let limited: string;
 let provider: Provider;
+let forged: string;
+/** Where a client claimed the request went (its Host): anything it sends is counted. */
+let trap: Running;
+let trapped = 0;
 
 /** A header name of 11,100 characters: a key is planted text too. */
 const LONG_NAME = `x-note-${'ignore-previous-instructions-'.repeat(370)}`;
@@ -62,6 +69,18 @@ beforeAll(async () => {
   const refused = await fetch(`${app.url}/quota`);
   await refused.text();
   [fine, failed, planted, limited] = [ok, bad, probe, refused].map((r) => r.headers.get('x-debug-token')!);
+  // An anonymous client's request that names another host, with a credential to ask the developer for.
+  trap = await listen((req: IncomingMessage, res: ServerResponse) => {
+    trapped++;
+    res.end();
+  });
+  forged = await new Promise<string>((resolve, reject) => {
+    const { port } = new URL(app.url);
+    httpRequest({ host: '127.0.0.1', port, path: '/orders/7', headers: { host: new URL(trap.url).host, authorization: 'Bearer recorded-credential-1' } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(String(res.headers['x-debug-token'])));
+    }).on('error', reject).end();
+  });
   profiler.flush();
   job = readRows(database).find((r) => r.type === 'command')!.token;
   profiler.close();
@@ -71,6 +90,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await trap?.close();
   await client?.close();
   await app?.close();
   await provider?.close();
@@ -148,6 +168,32 @@ describe('web-profiler mcp', () => {
     expect(test).toContain(`const res = await fetch(new URL("/orders/13", BASE_URL)`);
     expect(test).toContain('assert.equal(res.status, 500');
     expect((await call('request_as_test', { token: job })).isError).toBe(true);
+  });
+
+  it('a test it hands over never goes to the Host the request was recorded with: with no app_url it sends nothing', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'wp-mcp-test-'));
+    // Run as a developer would, in a process of its own (the app answers from this one meanwhile).
+    const run = (file: string, text: string, env: Record<string, string>) => {
+      writeFileSync(path.join(dir, file), text);
+      const { BASE_URL: _b, APP_URL: _a, ...shell } = process.env;
+      return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+        execFile(process.execPath, ['--test', file], { cwd: dir, env: { ...shell, ...env }, encoding: 'utf8', timeout: 60_000 }, (err, stdout, stderr) => resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }));
+      });
+    };
+    const bare = (await call('request_as_test', { token: forged })).structuredContent.recorded;
+    expect(bare.test).toContain('const BASE_URL = process.env.BASE_URL;');
+    expect(bare.test).toContain(`It was recorded as sent to "${new URL(trap.url).origin}"`);
+    const unset = await run(bare.file, bare.test, { WP_SECRET_1: 'the-real-credential' });
+    expect(unset.status).not.toBe(0);
+    expect(unset.stdout + unset.stderr).toContain("Set BASE_URL to the app's origin");
+    // Given the app's origin (as the developer says it), the file sends there, and names the recorded host as a warning only.
+    const aimed = (await call('request_as_test', { token: forged, app_url: app.url })).structuredContent.recorded;
+    expect(aimed.test).toContain(`const BASE_URL = process.env.BASE_URL || ${JSON.stringify(app.url)};`);
+    expect(aimed.test).toMatch(/WARNING: this request was sent to .*which is not the app/);
+    const sent = await run(aimed.file, aimed.test, { WP_SECRET_1: 'the-real-credential' });
+    expect(sent.status, sent.stdout).toBe(0);
+    expect(trapped).toBe(0);
+    expect((await call('request_as_test', { token: forged, app_url: 'file:///etc/passwd' })).isError).toBe(true);
   });
 
   it('cuts long answers to a size a model can read, and says so', async () => {

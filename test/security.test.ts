@@ -1,5 +1,5 @@
 import express, { type Request } from 'express';
-import { chmodSync, chownSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readFileSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import { request as httpRequest } from 'node:http';
@@ -224,6 +224,70 @@ describe('access', () => {
         await server.close();
         planted.close();
       }
+    }
+  });
+
+  it('stores in no database, WAL or link planted in a shared directory, and makes its own directory 0700 whatever the umask', async () => {
+    const shared = tempDir();
+    chmodSync(shared, 0o1777);
+    const plants: [string, (database: string) => string][] = [
+      ['a link to a file the planter reads', (database) => {
+        writeFileSync(`${database}.target`, '');
+        symlinkSync(`${database}.target`, database);
+        return `${database}.target`;
+      }],
+      ['a link as the WAL', (database) => {
+        writeFileSync(`${database}.wal-target`, '');
+        symlinkSync(`${database}.wal-target`, `${database}-wal`);
+        return `${database}.wal-target`;
+      }],
+    ];
+    if (process.getuid?.() === 0) {
+      plants.push(['a database another user owns', (database) => {
+        writeFileSync(database, '', { mode: 0o666 });
+        chownSync(database, 65534, 65534);
+        return database;
+      }]);
+    }
+    for (const [i, [what, plant]] of plants.entries()) {
+      const database = path.join(shared, `store-${i}`, 'profiler.sqlite');
+      mkdirSync(path.dirname(database), { mode: 0o777 });
+      chmodSync(path.dirname(database), 0o777);
+      const watched = plant(database);
+      const told: string[] = [];
+      const planted = webProfiler({ database, onError: (message) => told.push(message) });
+      const app = express();
+      app.use(planted);
+      app.get('/', (_req, res) => res.send('still serving'));
+      const server = await listen(app);
+      try {
+        const res = await fetch(`${server.url}/`);
+        expect(await res.text(), what).toBe('still serving');
+        planted.flush();
+        expect(statSync(watched).size, what).toBe(0);
+        expect(told.join('\n'), what).toMatch(/symbolic link|owned by another user/);
+      } finally {
+        await server.close();
+        planted.close();
+      }
+    }
+    // A store directory it makes is its owner's alone, even under umask 000.
+    const before = process.umask(0);
+    try {
+      const database = path.join(shared, 'made', 'deeper', 'profiler.sqlite');
+      const own = webProfiler({ database, onError: () => {} });
+      const app = express();
+      app.use(own);
+      app.get('/', (_req, res) => res.send('ok'));
+      const server = await listen(app);
+      await (await fetch(`${server.url}/`)).text();
+      own.flush();
+      await server.close();
+      own.close();
+      for (const dir of [path.dirname(database), path.dirname(path.dirname(database))]) expect((statSync(dir).mode & 0o777).toString(8)).toBe('700');
+      expect((statSync(database).mode & 0o777).toString(8)).toBe('600');
+    } finally {
+      process.umask(before);
     }
   });
 

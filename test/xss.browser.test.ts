@@ -11,6 +11,8 @@ const IMG = '"><img src=x onerror="window.__xss.push(\'img\')">';
 const JS_URL = 'javascript:window.__xss.push("url")';
 const TEMPLATE = '<%= it.h %>{{ constructor.constructor("window.__xss.push(1)")() }}';
 const ALL = [SCRIPT, IMG, JS_URL, TEMPLATE].join(' ');
+// A cookie's value is hidden everywhere in its profile: its own payload, so that the others stay to be shown.
+const COOKIE = '<script>window.__xss.push("cookie")</script>';
 
 let browser: Browser;
 let app: Running;
@@ -33,7 +35,7 @@ beforeAll(async () => {
   app = await listen(e);
   const res = await fetch(`${app.url}/orders/${encodeURIComponent(IMG)}?q=${encodeURIComponent(ALL)}&${encodeURIComponent(SCRIPT)}=1`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-evil': IMG, cookie: `${encodeURIComponent('<b>c')}=${encodeURIComponent(SCRIPT)}`, referer: JS_URL, accept: 'application/json' },
+    headers: { 'content-type': 'application/json', 'x-evil': IMG, cookie: `${encodeURIComponent('<b>c')}=${encodeURIComponent(COOKIE)}`, referer: JS_URL, accept: 'application/json' },
     body: JSON.stringify({ comment: ALL, [SCRIPT]: IMG }),
   });
   token = res.headers.get('x-debug-token')!;

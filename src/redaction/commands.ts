@@ -1,5 +1,6 @@
 import type { CapturedCommand } from '../recording/inside-capture.js';
-import { REDACTED, redactText } from './redact.js';
+import { hideData } from './hidden.js';
+import { redactText } from './redact.js';
 import type { RequestSecrets } from './request-secrets.js';
 
 /**
@@ -26,7 +27,7 @@ function sanitised(command: string, args: string[]): string[] {
   const shown = SCRIPT.test(command) ? 2 + (Number(args[1]) || 0) : SHOWN.find(([pattern]) => pattern.test(command))?.[1] ?? 0;
   if (shown === -1) return args;
   const set = /^SET$/i.test(command);
-  return args.map((arg, i) => (i < shown || (set && i > 1 && SET_OPTIONS.test(arg)) ? arg : '?'));
+  return args.map((arg, i) => (i < shown || (set && i > 1 && SET_OPTIONS.test(arg)) ? arg : hideData(arg, '?')));
 }
 
 /**
@@ -35,7 +36,7 @@ function sanitised(command: string, args: string[]): string[] {
  * redacted; an error's message redacted like any text.
  */
 export function redactCommand(c: CapturedCommand, keys: string[], secrets: RequestSecrets | undefined): CapturedCommand {
-  const args = sanitised(c.command, c.args).map((arg) => (arg !== '?' && secrets?.covers(arg) ? REDACTED : arg));
+  const args = sanitised(c.command, c.args).map((arg) => (arg !== '?' && secrets !== undefined ? secrets.cut(arg) : arg));
   const out: CapturedCommand = { ...c, args };
   if (c.error) out.error = { ...c.error, message: redactText(c.error.message, keys) };
   if (c.commands) out.commands = c.commands.map((inner) => redactCommand(inner, keys, secrets));

@@ -1,6 +1,7 @@
 import type { CapturedMail } from '../recording/inside-capture.js';
 import type { MailContent, MailMessage } from '../recording/mails.js';
-import { REDACTED, redactHeaders, redactMarkup, redactText, redactValue } from './redact.js';
+import { hide } from './hidden.js';
+import { redactHeaders, redactMarkup, redactText, redactValue } from './redact.js';
 
 /** Content as stored: text (redacted), bytes as base64, or what it was when it was not kept. */
 export type StoredContent = string | { base64: string } | { kept: false; what: string };
@@ -46,7 +47,7 @@ function withoutLinkTokens(text: string): string {
     const end = link.slice(start).search(/[?#]/);
     const path = end < 0 ? link.slice(start) : link.slice(start, start + end);
     const segments = path.split('/');
-    const out = segments.map((segment, i) => (segment.length >= 6 && (CODE_BEFORE.test(segments[i - 1] ?? '') || UUID.test(segment) || CODE.test(segment)) ? REDACTED : segment)).join('/');
+    const out = segments.map((segment, i) => (segment.length >= 6 && (CODE_BEFORE.test(segments[i - 1] ?? '') || UUID.test(segment) || CODE.test(segment)) ? hide(segment) : segment)).join('/');
     return out === path ? link : link.slice(0, start) + out + link.slice(start + path.length);
   });
 }

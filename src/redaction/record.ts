@@ -8,6 +8,8 @@ import type { LoopState } from '../recording/loop.js';
 import type { CapturedInside, CapturedQuery } from '../recording/inside-capture.js';
 import { describeBytes, describeParsed, rawOf, type BodyData } from './body.js';
 import { redactedLine } from './log-line.js';
+import { setOwn } from '../recording/plain.js';
+import { hide, noting, type HiddenValues } from './hidden.js';
 import { isSecretKey, REDACTED, redactHeaders, redactHeaderValue, redactQuery, redactText, redactUrl, redactValue } from './redact.js';
 import { RequestSecrets } from './request-secrets.js';
 import { redactStatement, type RedactedStatement } from './sql.js';
@@ -111,11 +113,34 @@ export interface ProfileRecord {
 }
 
 /**
- * The record of a capture, made in place (the capture is the writer's own, stored and dropped).
+ * The record of a capture, made in place (the capture is the writer's own, stored and dropped),
+ * with every value its redaction hid: sealedRow() cuts those out of whatever else of the row holds
+ * them (hidden once, hidden everywhere).
+ */
+export function recordOf(c: Captured, options: RecordOptions): { summary: RecordSummary; record: ProfileRecord; hidden: HiddenValues } {
+  const { made, hidden } = noting(() => redactedRecord(c, options), [c.token, c.parent]);
+  return { ...made, hidden };
+}
+
+/**
+ * The gate every stored row passes: no string of its summary or its serialised record keeps a
+ * value that was hidden anywhere in it. Costs a search of the JSON for each hidden value; the
+ * JSON is read and written again only when one is found.
+ */
+export function sealedRow<T extends { summary: RecordSummary; data: string }>(row: T, hidden: HiddenValues): T {
+  if (hidden.size === 0) return row;
+  const { summary } = row;
+  summary.url = hidden.cut(summary.url);
+  if (summary.label) summary.label = hidden.cut(summary.label);
+  row.data = hidden.sealJson(row.data);
+  return row;
+}
+
+/**
  * A part that cannot be redacted (a bug, a shape never seen) is left out and named in `failed`:
  * it costs its own panel only, and no secret is stored unredacted.
  */
-export function recordOf(c: Captured, options: RecordOptions): { summary: RecordSummary; record: ProfileRecord } {
+function redactedRecord(c: Captured, options: RecordOptions): { summary: RecordSummary; record: ProfileRecord } {
   const keys = options.redactKeys;
   const failed: Record<string, string> = {};
   const part = <T>(panel: string, redact: () => T, instead: T): T => {
@@ -235,10 +260,10 @@ function redactArgv(argv: string[], keys: string[]): string[] {
   return argv.map((arg, i) => {
     const before = argv[i - 1] ?? '';
     const flag = /^--?([\w.-]+)$/.exec(before);
-    if (flag !== null && flag[1].length > 1 && isSecretKey(flag[1], keys)) return REDACTED;
-    if (before === '-p' && !arg.startsWith('-')) return REDACTED;
-    if (before === '-u' && arg.includes(':')) return `${arg.slice(0, arg.indexOf(':'))}:${REDACTED}`;
-    if (/^-p[^-]/.test(arg)) return `-p${REDACTED}`;
+    if (flag !== null && flag[1].length > 1 && isSecretKey(flag[1], keys)) return hide(arg);
+    if (before === '-p' && !arg.startsWith('-')) return hide(arg);
+    if (before === '-u' && arg.includes(':')) return `${arg.slice(0, arg.indexOf(':'))}:${hide(arg.slice(arg.indexOf(':') + 1))}`;
+    if (/^-p[^-]/.test(arg)) return `-p${hide(arg.slice(2))}`;
     return redactText(arg, keys);
   });
 }
@@ -381,8 +406,30 @@ function exceptionOf(e: ExceptionData, status: number, keys: string[]): Exceptio
 export function redactException(data: ExceptionData, keys: string[]): ExceptionData {
   return {
     ...data,
-    chain: data.chain.map((e) => ({ ...e, message: redactText(e.message, keys), stack: redactText(e.stack, keys), ...(e.details === undefined ? {} : { details: redactValue(e.details, keys) as Record<string, unknown> }) })),
+    chain: data.chain.map((e) => ({ ...e, message: redactText(e.message, keys), stack: redactText(e.stack, keys), ...(e.details === undefined ? {} : { details: redactValue(asPanels(e.details, keys), keys) as Record<string, unknown> }) })),
   };
+}
+
+/** A statement as a driver's error quotes it (mysql2's `sql`, with the values written in). */
+const STATEMENT = /^\s*(SELECT|INSERT|UPDATE|DELETE|REPLACE|UPSERT|MERGE|WITH|CALL|EXEC|SET|CREATE|ALTER|DROP)\b/i;
+/** A URL as a client's error quotes it (`config.url`, `request.url`). */
+const URL_TEXT = /^[a-z][a-z0-9+.-]*:\/\/\S+$/i;
+
+/**
+ * An error's own fields with the statements and URLs they quote redacted as the db and HTTP
+ * panels redact theirs (a secret column's literal, `?key=`), at any depth, within the bound the
+ * capture gave them.
+ */
+function asPanels(value: unknown, keys: string[], depth = 0): unknown {
+  if (typeof value === 'string') {
+    if (STATEMENT.test(value)) return redactStatement(value, undefined, keys).sql;
+    return URL_TEXT.test(value) ? redactUrl(value, keys) : value;
+  }
+  if (value === null || typeof value !== 'object' || depth > 8) return value;
+  if (Array.isArray(value)) return value.map((v) => asPanels(v, keys, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) setOwn(out, key, asPanels((value as Record<string, unknown>)[key], keys, depth + 1));
+  return out;
 }
 
 type Part = <T>(panel: string, redact: () => T, instead: T) => T;

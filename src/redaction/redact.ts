@@ -1,6 +1,7 @@
 import { setOwn } from '../recording/plain.js';
+import { hide, noteHidden, REDACTED } from './hidden.js';
 
-export const REDACTED = '[redacted]';
+export { REDACTED };
 
 /** Headers that carry a credential whatever their name: the value goes, at most a known scheme stays. */
 const SECRET_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-profiler-secret', 'x-api-key', 'x-auth-token', 'x-csrf-token', 'x-xsrf-token', 'ocp-apim-subscription-key']);
@@ -59,8 +60,8 @@ const CREDENTIAL = /\b(Bearer\s+)[A-Za-z0-9\-._~+/]{8,}=*|\beyJ[A-Za-z0-9_-]{8,}
 const CREDENTIAL_HINT = /Bearer|eyJ|AKIA|ASIA|gh[pousr]_|github_pat_|[sr]k_(?:live|test)_|xox[abprs]-/;
 
 const redactHashes = (text: string): string => {
-  if (text.includes('$')) text = text.replace(PASSWORD_HASH, REDACTED);
-  return CREDENTIAL_HINT.test(text) ? text.replace(CREDENTIAL, (_whole, bearer: string | undefined) => (bearer ?? '') + REDACTED) : text;
+  if (text.includes('$')) text = text.replace(PASSWORD_HASH, (hash) => hide(hash));
+  return CREDENTIAL_HINT.test(text) ? text.replace(CREDENTIAL, (whole, bearer: string | undefined) => (bearer ?? '') + hide(whole.slice(bearer?.length ?? 0))) : text;
 };
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -80,7 +81,7 @@ export function redactValue(value: unknown, keys: string[]): unknown {
   let nodes = 0;
   const ancestors: object[] = [];
   const walk = (v: unknown, secret: boolean): unknown => {
-    if (typeof v === 'string') return secret ? (v === '' || EMAIL.test(v) ? v : REDACTED) : redactText(v, keys);
+    if (typeof v === 'string') return secret ? (v === '' || EMAIL.test(v) ? v : hide(v)) : redactText(v, keys);
     if (v === null || typeof v !== 'object') return v;
     if (++nodes > MAX_NODES) return '[too large]';
     if (ancestors.includes(v)) return '[circular]';
@@ -91,9 +92,10 @@ export function redactValue(value: unknown, keys: string[]): unknown {
       if (Array.isArray(v)) return v.map((item) => walk(item, secret));
       const out: Record<string, unknown> = {};
       const fed = fedVariables(v as Record<string, unknown>, keys);
+      const field = secret ? false : secretField(v as Record<string, unknown>, keys);
       for (const k of Object.keys(v)) {
         const inner = (v as Record<string, unknown>)[k];
-        setOwn(out, k, walk(fed !== undefined && k === 'variables' ? withoutFed(inner, fed) : inner, secret || isSecretKey(k, keys)));
+        setOwn(out, k, walk(fed !== undefined && k === 'variables' ? withoutFed(inner, fed) : inner, secret || isSecretKey(k, keys) || (field && k === 'value')));
       }
       return out;
     } finally {
@@ -101,6 +103,25 @@ export function redactValue(value: unknown, keys: string[]): unknown {
     }
   };
   return walk(value, false);
+}
+
+/** What names the field a `{ name | path | key | label | field | param, value }` object is (a validator's error, a pair): joi's path is an array. */
+const FIELD_NAMES = ['name', 'path', 'key', 'label', 'field', 'param'];
+
+/**
+ * Whether an object is one field whose `value` is a secret: named like one, or a cookie's or a
+ * header's (a validator's `{ location: 'cookies', value }`), whatever its name.
+ */
+function secretField(v: Record<string, unknown>, keys: string[]): boolean {
+  if (!Object.hasOwn(v, 'value')) return false;
+  const location = v.location;
+  if (location === 'cookies' || location === 'headers') return true;
+  for (const name of FIELD_NAMES) {
+    const given = Object.hasOwn(v, name) ? v[name] : undefined;
+    const text = typeof given === 'string' ? given : Array.isArray(given) ? given.filter((p) => typeof p === 'string').join('.') : undefined;
+    if (text !== undefined && text !== '' && isSecretKey(text, keys)) return true;
+  }
+  return false;
 }
 
 /** An argument given a variable in a GraphQL document: `password: $p`, in a call or an input object. */
@@ -131,7 +152,7 @@ function withoutFed(variables: unknown, fed: Set<string>): unknown {
   }
   if (variables === null || typeof variables !== 'object' || Array.isArray(variables)) return variables;
   const out: Record<string, unknown> = {};
-  for (const k of Object.keys(variables)) setOwn(out, k, fed.has(k) ? REDACTED : (variables as Record<string, unknown>)[k]);
+  for (const k of Object.keys(variables)) setOwn(out, k, fed.has(k) ? hide((variables as Record<string, unknown>)[k]) : (variables as Record<string, unknown>)[k]);
   return out;
 }
 
@@ -152,7 +173,7 @@ const NAME_EQUALS = /(^|[&?;,\s])([^=&?;,\s]+)=([^&?;,\s#]*)/g;
 export function redactText(text: string, keys: string[]): string {
   text = redactHashes(text);
   // A URL's password, wherever a URL is written (a log line, an error's message, a view's locals, a span's attribute).
-  if (text.includes('://') && text.includes('@')) text = text.replace(URL_PASSWORD, `$1:${REDACTED}@`);
+  if (text.includes('://') && text.includes('@')) text = text.replace(URL_PASSWORD, (_whole, user: string, password: string) => `${user}:${hide(password)}@`);
   if (keys.length === 0) return text;
   const colon = text.includes(':') || text.includes('=>');
   const equals = text.includes('=');
@@ -163,13 +184,13 @@ export function redactText(text: string, keys: string[]): string {
   let out = colon ? redactKeyValues(text, keys) : text;
   if (equals) {
     out = out.replace(NAME_EQUALS, (whole, lead: string, name: string, value: string) =>
-      value !== '' && isSecretKey(decodeName(name), keys) ? `${lead}${name}=${REDACTED}` : whole);
+      value !== '' && isSecretKey(decodeName(name), keys) ? `${lead}${name}=${hideEncoded(value)}` : whole);
   }
   return out;
 }
 
 /** The password of a URL's user (`scheme://user:password@host`). */
-const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s/:@]*):[^\s/@]*@/gi;
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s/:@]*):([^\s/@]*)@/gi;
 
 /** HTML: as text, and each text node again (a tag's `>` is no separator redactText knows: `<p>password=…`). */
 export function redactMarkup(html: string, keys: string[]): string {
@@ -200,7 +221,8 @@ function redactKeyValues(text: string, keys: string[]): string {
     const end = valueEnd(text, start);
     if (end === start) continue;
     const quoted = /["'`[{]/.test(text[start]);
-    out += text.slice(from, start) + (quoted ? `"${REDACTED}"` : REDACTED);
+    const value = text.slice(start, end);
+    out += text.slice(from, start) + (quoted ? `"${hide(/^["'`]/.test(value) ? unescaped(value) : value)}"` : hide(value));
     from = end;
     KEY_COLON.lastIndex = end;
   }
@@ -233,6 +255,24 @@ function quoteEnd(text: string, start: number): number {
     else if (text[i] === quote) return i + 1;
   }
   return text.length;
+}
+
+/** A quoted value's text: JSON's escapes read, else the quotes dropped. */
+function unescaped(quoted: string): string {
+  try {
+    const read: unknown = JSON.parse(quoted);
+    if (typeof read === 'string') return read;
+  } catch {
+    // Not JSON: single quotes, a template, or cut short.
+  }
+  return quoted.slice(1, quoted.endsWith(quoted[0]) ? -1 : undefined);
+}
+
+/** A percent-encoded value hidden as itself and as it reads decoded. */
+function hideEncoded(value: string): string {
+  const decoded = decodeName(value);
+  if (decoded !== value) noteHidden(decoded);
+  return hide(value);
 }
 
 function decodeName(name: string): string {
@@ -268,13 +308,18 @@ const QUERY_ONLY = /([?&])(key|code)=([^&#]+)/gi;
 export function redactUrl(url: string, keys: string[], routeParams?: unknown): string {
   let out = redactText(url, keys);
   const q = out.indexOf('?');
-  if (q >= 0) out = out.slice(0, q) + redactVariables(out.slice(q).replace(QUERY_ONLY, (_whole, lead: string, name: string) => `${lead}${name}=${REDACTED}`), keys);
+  if (q >= 0) out = out.slice(0, q) + redactVariables(out.slice(q).replace(QUERY_ONLY, (_whole, lead: string, name: string, value: string) => `${lead}${name}=${hideEncoded(value)}`), keys);
   if (routeParams === null || typeof routeParams !== 'object') return out;
   const secret = new Set<string>();
   for (const [name, value] of Object.entries(routeParams as Record<string, unknown>)) {
     if (!isSecretKey(name, keys)) continue;
     // Express 5 gives a wildcard's segments as an array.
-    for (const v of Array.isArray(value) ? value : [value]) if (typeof v === 'string' && v !== '') secret.add(v);
+    for (const v of Array.isArray(value) ? value : [value]) {
+      if (typeof v === 'string' && v !== '') {
+        secret.add(v);
+        noteHidden(v);
+      }
+    }
   }
   if (secret.size === 0) return out;
   const end = out.search(/[?#]/);
@@ -305,7 +350,7 @@ function redactVariables(search: string, keys: string[]): string {
 export function redactQuery(query: unknown, keys: string[]): unknown {
   const out = redactValue(query, keys);
   if (out === null || typeof out !== 'object' || Array.isArray(out)) return out;
-  for (const name of Object.keys(out)) if (/^(key|code)$/i.test(name) && (out as Record<string, unknown>)[name] != null) (out as Record<string, unknown>)[name] = REDACTED;
+  for (const name of Object.keys(out)) if (/^(key|code)$/i.test(name) && (out as Record<string, unknown>)[name] != null) (out as Record<string, unknown>)[name] = hide((out as Record<string, unknown>)[name]);
   return out;
 }
 
@@ -324,7 +369,7 @@ export function redactHeaderValue(n: string, value: string, keys: string[]): str
   if (SECRET_HEADERS.has(n)) return redactCredentials(n, value);
   if (n === 'cookie') return redactCookieHeader(value);
   if (n === 'set-cookie') return redactSetCookie(value);
-  if (isSecretKey(n, keys) && !PUBLIC_HEADERS.has(n)) return REDACTED;
+  if (isSecretKey(n, keys) && !PUBLIC_HEADERS.has(n)) return hide(value);
   return redactParameters(value, keys);
 }
 
@@ -334,20 +379,33 @@ const redactParameters = (value: string, keys: string[]) => (value.includes('=')
 const redactCredentials = (name: string, value: string) => {
   const scheme = /^([A-Za-z][\w-]*)\s+\S/.exec(value);
   const keep = scheme && name.endsWith('authorization') && AUTH_SCHEMES.test(scheme[1]);
-  return keep ? `${scheme[1]} ${REDACTED}` : REDACTED;
+  if (scheme) noteHidden(value.slice(scheme[1].length).trim());
+  return keep ? `${scheme[1]} ${REDACTED}` : hide(value);
 };
 
 export const redactCookieHeader = (value: string): string =>
   value.split(';').map((pair) => {
     const eq = pair.indexOf('=');
-    return eq < 0 ? pair : `${pair.slice(0, eq)}=${REDACTED}`;
+    return eq < 0 ? pair : `${pair.slice(0, eq)}=${hideCookie(pair.slice(eq + 1))}`;
   }).join(';');
+
+/** A cookie's value hidden as it is sent, unquoted, decoded, and (a signed session's) by its id. */
+function hideCookie(raw: string): string {
+  const value = raw.trim().replace(/^"(.*)"$/, '$1');
+  const decoded = decodeName(value);
+  for (const v of decoded === value ? [value] : [value, decoded]) {
+    noteHidden(v);
+    const signed = /^s:([^.]+)\./.exec(v);
+    if (signed) noteHidden(signed[1]);
+  }
+  return REDACTED;
+}
 
 const redactSetCookie = (value: string) => {
   const semi = value.indexOf(';');
   const first = semi < 0 ? value : value.slice(0, semi);
   const eq = first.indexOf('=');
-  const named = eq < 0 ? REDACTED : `${first.slice(0, eq)}=${REDACTED}`;
+  const named = eq < 0 ? hide(first) : `${first.slice(0, eq)}=${hideCookie(first.slice(eq + 1))}`;
   return semi < 0 ? named : named + value.slice(semi);
 };
 

@@ -1,4 +1,5 @@
-import { isSecretHeader, isSecretKey, REDACTED } from './redact.js';
+import { hide } from './hidden.js';
+import { isSecretHeader, isSecretKey } from './redact.js';
 
 /** Shorter values are too likely to be something else (an id, a flag) to hide by equality. */
 const SHORTEST = 4;
@@ -66,6 +67,20 @@ export class RequestSecrets {
     return false;
   }
 
+  /**
+   * `value` with the request's secrets cut out of it and the rest kept (a prompt that quotes the
+   * caller's token, a key `sess:<id>`); a value that is a secret, or part of one, goes whole.
+   */
+  cut(value: string): string {
+    if (!this.covers(value)) return value;
+    if (this.values.has(value)) return hide(value);
+    let out = value;
+    for (const secret of [...this.values].sort((a, b) => b.length - a.length)) {
+      if (secret.length >= CONTAINED && out.includes(secret)) out = out.split(secret).join(hide(secret));
+    }
+    return out === value ? hide(value) : out;
+  }
+
   /** Strings under secret keys, at any depth (within a bound). */
   private addUnder(value: unknown, keys: string[], secret: boolean, depth = 0): void {
     if (depth > 8 || value === null || value === undefined) return;
@@ -110,9 +125,9 @@ function parsedText(bytes: Uint8Array | string): unknown {
   return text.includes('=') ? Object.fromEntries(new URLSearchParams(text)) : undefined;
 }
 
-/** A parsed value (JSON) with each text that is or holds one of the request's secrets, or that `also` picks, replaced. */
+/** A parsed value (JSON) with the request's secrets cut out of its texts, and each text that `also` picks replaced. */
 export function hideSecrets(value: unknown, secrets: RequestSecrets | undefined, also?: (text: string) => boolean): unknown {
-  if (typeof value === 'string') return secrets?.covers(value) || also?.(value) ? REDACTED : value;
+  if (typeof value === 'string') return also?.(value) ? hide(value) : secrets === undefined ? value : secrets.cut(value);
   if (Array.isArray(value)) return value.map((v) => hideSecrets(v, secrets, also));
   if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, hideSecrets(v, secrets, also)]));
   return value;

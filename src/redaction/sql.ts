@@ -1,3 +1,4 @@
+import { hide, looksLikeToken } from './hidden.js';
 import { isSecretKey, REDACTED, redactValue } from './redact.js';
 import { hideSecrets, type RequestSecrets } from './request-secrets.js';
 
@@ -251,7 +252,7 @@ export function redactStatement(sql: string, params: unknown, keys: string[], se
     if (slot.kind === 'literal') {
       const text = unquoted(sql.slice(slot.start, slot.end));
       if (secret || secrets?.covers(text) || (unknown && looksLikeToken(text))) {
-        out += `${sql.slice(from, slot.start)}'${REDACTED}'`;
+        out += `${sql.slice(from, slot.start)}'${hide(text)}'`;
         from = slot.end;
       }
     } else if (secret || (slot.name !== undefined && isSecretKey(slot.name, keys))) {
@@ -281,9 +282,6 @@ function jsonStatement(sql: string, keys: string[], secrets: RequestSecrets | un
   return JSON.stringify(redactValue(hideSecrets(parsed, secrets, looksLikeToken), keys));
 }
 
-/** 20 or more characters of a token's alphabet, letters and digits both: an API key, a session id, a UUID, a reset code. */
-const TOKEN = /^(?=[^\s]*[A-Za-z])(?=[^\s]*\d)[A-Za-z0-9+/_\-=.~:]{20,}$/;
-const looksLikeToken = (v: unknown): boolean => typeof v === 'string' && TOKEN.test(v);
 
 const unquoted = (literal: string) => (literal.startsWith("'") ? literal.slice(1, -1).replace(/''/g, "'") : literal);
 
@@ -293,18 +291,18 @@ type ByValue = (value: unknown, index: number | undefined, name: string | undefi
 function redactParams(params: unknown, hidden: RedactedStatement['hidden'], keys: string[], byValue: ByValue): unknown {
   if (params === undefined) return undefined;
   const copy = redactValue(params, keys);
-  const hide = (list: unknown[]) => list.map((v, i) => {
+  const hideIn = (list: unknown[]) => list.map((v, i) => {
     if (v == null) return v;
-    if (hidden.indexes.includes(i)) return REDACTED;
+    if (hidden.indexes.includes(i)) return hide(v);
     if (!byValue(v, i, undefined)) return v;
     hidden.indexes.push(i);
-    return REDACTED;
+    return hide(v);
   });
   if (Array.isArray(copy)) {
     // better-sqlite3 takes positional values and one object of named ones, side by side.
-    return hide(copy.filter((v) => !isNamed(v))).concat(copy.filter(isNamed).map((v) => hideNamed(v, hidden, byValue)));
+    return hideIn(copy.filter((v) => !isNamed(v))).concat(copy.filter(isNamed).map((v) => hideNamed(v, hidden, byValue)));
   }
-  return isNamed(copy) ? hideNamed(copy, hidden, byValue) : hide([copy])[0];
+  return isNamed(copy) ? hideNamed(copy, hidden, byValue) : hideIn([copy])[0];
 }
 
 const isNamed = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -312,10 +310,10 @@ const isNamed = (v: unknown): v is Record<string, unknown> => v !== null && type
 function hideNamed(values: Record<string, unknown>, hidden: RedactedStatement['hidden'], byValue: ByValue): Record<string, unknown> {
   for (const name of Object.keys(values)) {
     if (values[name] == null) continue;
-    if (hidden.names.includes(name)) values[name] = REDACTED;
+    if (hidden.names.includes(name)) values[name] = hide(values[name]);
     else if (byValue(values[name], undefined, name)) {
       hidden.names.push(name);
-      values[name] = REDACTED;
+      values[name] = hide(values[name]);
     }
   }
   return values;

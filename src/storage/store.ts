@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, renameSync } from 'node:fs';
+import { chmodSync, closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { encode } from './codec.js';
 import { serialise, type Profile, type ProfileSummary, type StoredProfile, type StoredRead } from './profile.js';
@@ -221,16 +221,38 @@ export class ProfileStore implements ProfileReader {
 
 /**
  * Profiles hold what requests carried: the file is its owner's alone (0600, in a 0700 directory
- * when we make it). SQLite gives the WAL and SHM files the database file's mode.
+ * when we make it). A shared directory may hold files another user planted to read what is
+ * written, or to feed the pages: a link, or a database, WAL or SHM file of another owner, is
+ * refused with why (the app goes on unrecorded), as the key file is. SQLite gives the WAL and
+ * SHM files the database file's mode.
  */
 function ownOnly(file: string): void {
-  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-  if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600));
-  for (const suffix of ['', '-wal', '-shm']) {
-    try {
-      chmodSync(file + suffix, 0o600);
-    } catch {
-      // Not there yet, or not ours to change: SQLite then says what it can do with it.
-    }
+  privateDir(path.dirname(file));
+  try {
+    closeSync(openSync(file, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY | (constants.O_NOFOLLOW ?? 0), 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }
+  for (const suffix of ['', '-wal', '-shm', '-journal']) ownedFile(file + suffix);
+}
+
+/** A directory of the store's, made 0700 when it is not there. */
+export function privateDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+}
+
+function ownedFile(file: string): void {
+  let found;
+  try {
+    found = lstatSync(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  if (found.isSymbolicLink()) throw new Error(`${file} is a symbolic link: the profiler stores through none (another user may have planted it); remove it`);
+  const own = process.getuid?.();
+  // Windows has no owners or modes to check.
+  if (own === undefined) return;
+  if (found.uid !== own) throw new Error(`${file} is owned by another user (uid ${found.uid}): the profiler stores in its own files only; remove it`);
+  if ((found.mode & 0o077) !== 0) chmodSync(file, 0o600);
 }

@@ -3,7 +3,7 @@
 import { workerData, type MessagePort } from 'node:worker_threads';
 import type { Captured } from '../recording/capture.js';
 import { processConfig } from '../recording/process-config.js';
-import { recordOf } from '../redaction/record.js';
+import { recordOf, sealedRow } from '../redaction/record.js';
 import { redactValue } from '../redaction/redact.js';
 import { serialiseRecord } from './profile.js';
 import { PgSink } from './pg-sink.js';
@@ -57,8 +57,8 @@ function handle(msg: ToWriter): void {
         ? (told: typeof tell) => new PgSink({ url: options.database, schema: options.schema, instance: options.instance }, taken, new Int32Array(msg.slot), told)
         : (told: typeof tell) => new SqliteSink(options.database, taken, told);
       const build = (c: Captured) => {
-        const { summary, record } = recordOf(c, options);
-        return serialiseRecord({ ...summary, type: c.command === undefined ? 'request' : 'command', instance: options.instance }, record, processConfig(options.debug, options.app));
+        const { summary, record, hidden } = recordOf(c, options);
+        return sealedRow(serialiseRecord({ ...summary, type: c.command === undefined ? 'request' : 'command', instance: options.instance }, record, processConfig(options.debug, options.app)), hidden);
       };
       queues.set(msg.id, new WriteQueue(options, sink, build, tell, account, weigh));
       return;

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fstatSync, linkSync, mkdirSync, openSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, linkSync, openSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { IncomingMessage } from 'node:http';
 import { isTestRun, type ResolvedOptions } from '../options.js';
 import { isPostgresUrl } from '../storage/location.js';
+import { privateDir } from '../storage/store.js';
 import { SECRET_QUERY } from './access.js';
 
 export interface AccessKey {
@@ -29,7 +30,7 @@ export function madeAccessKey(database: string, tell: (message: string) => void)
   try {
     const kept = readKey(file);
     if (kept !== undefined) return { key: kept, file };
-    mkdirSync(path.dirname(file), { recursive: true });
+    privateDir(path.dirname(file));
     const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
     writeFileSync(draft, `${freshKey()}\n`, { mode: 0o600 });
     try {

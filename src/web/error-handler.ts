@@ -62,6 +62,9 @@ function respond(err: unknown, status: number, req: Request, res: Response, ctx:
   res.setHeader('Vary', 'Accept');
   if (err instanceof HttpError) for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
   if (!options.debug) return sendPlain(res, status, format);
+  // Whether the answer carries diagnostics depends on who asks: no shared cache may keep it for another.
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Vary', 'Accept, Cookie, X-Profiler-Secret');
 
   const described = describeException(err, { excerpts: true });
   if (ctx && ctx.error === err) ctx.described = { error: err, data: described };

@@ -16,6 +16,9 @@ export function notFound(debugPage: ErrorRequestHandler | undefined): RequestHan
   const fail = (err: HttpError, req: Request, res: Response, next: (err: unknown) => void) => {
     if (debugPage !== undefined && preferredFormat(req) === 'html') return debugPage(err, req, res, next);
     keepStatus(res, err);
+    // Express's final handler (and many an app's) prints err.stack outside production: it says
+    // what bare Express says, not the profiler's paths nor the Referer the client sent.
+    err.stack = `Cannot ${req.method} ${encodeUrl(resourceName(req.originalUrl ?? req.url))}`;
     next(err);
   };
   return function notFound(req, res, next) {
@@ -70,3 +73,18 @@ export function noRouteMessage(req: Request): string {
 
 /** A Location of `//host/…` or `/\host/…` would leave the site: never redirect there. */
 const isLocalPath = (path: string) => path.startsWith('/') && !/^\/[\/\\]/.test(path) && !/[\r\n]/.test(path);
+
+/** The path of a request's URL, as Express's final handler names it (parseurl's pathname). */
+function resourceName(url: string): string {
+  if (url.startsWith('/')) return url.replace(/[?#].*$/s, '');
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return 'resource';
+  }
+}
+
+/** encodeurl's encoding, which Express's final handler applies: characters a URL may not hold, existing escapes kept. */
+const ENCODE_CHARS = /(?:[^\x21\x23-\x3B\x3D\x3F-\x5F\x61-\x7A\x7C\x7E]|%(?:[^0-9A-Fa-f]|[0-9A-Fa-f][^0-9A-Fa-f]|$))+/g;
+const LONE_SURROGATE = /(^|[^\uD800-\uDBFF])[\uDC00-\uDFFF]|[\uD800-\uDBFF]([^\uDC00-\uDFFF]|$)/g;
+const encodeUrl = (url: string) => url.replace(LONE_SURROGATE, '$1\uFFFD$2').replace(ENCODE_CHARS, encodeURI);

@@ -192,8 +192,8 @@ export function profilerPages(deps: PagesDeps) {
       children,
       delayed,
       traceUrl: profile.trace && options.traceUrl ? options.traceUrl.replace(/%s/g, profile.trace) : undefined,
-      replay: replay && { curl: asCurl(replay, originOf(req)), fetch: asFetch(replay, originOf(req)) },
-      callReplays: panelId === 'http_client' ? (((data as { requests?: unknown[] } | undefined)?.requests ?? []).map((_c, i) => asCurl(callReplayOf(profile, i)!))) : undefined,
+      // The commands themselves are made when asked for (the copy buttons fetch them).
+      replay: replay !== undefined,
       parentLink: parentLinkOf(profile, (host) => isLoopbackHost(host) || options.allowedHosts.includes(host) || options.linkHosts.includes(host) || host === new URL(originOf(req)).hostname.toLowerCase()),
       title: `${profile.type === 'command' ? profile.url : `${profile.method} ${profile.url}`} · ${token}`,
       profile,
@@ -227,6 +227,12 @@ export function profilerPages(deps: PagesDeps) {
       res.setHeader('Content-Type', 'text/javascript; charset=utf-8');
       res.setHeader('Cache-Control', 'no-cache');
       return void res.end(loader);
+    }
+    if (!isolated(req)) {
+      res.statusCode = 403;
+      res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+      res.setHeader('Cache-Control', 'no-store');
+      return void res.end('The profiler answers another site only when a link is followed to it, not a script, a style, an image or a fetch of its page.\n');
     }
     const verdict = checkAccess(req, options);
     const failed = (err: unknown) => {
@@ -464,8 +470,9 @@ export function profilerPages(deps: PagesDeps) {
     if (!profile) return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}".`);
     const made = testOf(profile, runner, originOf(req));
     if (!made) return fail(req, res, 404, 'Nothing to replay', 'This profile has no request to send again.');
-    res.setHeader('Content-Type', 'text/javascript; charset=utf-8');
-    res.setHeader('Content-Disposition', `inline; filename="${made.file}"`);
+    // A download no page can run: a page of another origin that loaded it as a script would read the recorded request.
+    res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+    res.setHeader('Content-Disposition', `attachment; filename="${made.file}"`);
     res.setHeader('Cache-Control', 'no-store');
     res.end(made.text);
   }
@@ -495,6 +502,20 @@ export function profilerPages(deps: PagesDeps) {
     res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'");
     res.end(renderToolbar(summary));
   }
+}
+
+/**
+ * A resource isolation policy on fetch metadata: what another origin's page makes the browser ask
+ * for (a script, a style, an image, a fetch, a frame) gets nothing, so no page can read a profile
+ * with the developer's cookie; a link followed to a profile from anywhere (a top-level
+ * navigation) still opens it. Another port of the same host is same-site, not same-origin, and is
+ * refused alike. Clients that send no metadata (curl, agents, old browsers) are not browsers'
+ * pages and pass to the access check.
+ */
+function isolated(req: Request): boolean {
+  const site = req.headers['sec-fetch-site'];
+  if (site === undefined || site === 'same-origin' || site === 'none') return true;
+  return req.headers['sec-fetch-mode'] === 'navigate' && req.headers['sec-fetch-dest'] === 'document' && (req.method === 'GET' || req.method === 'HEAD');
 }
 
 const safeDecode = (s: string) => {

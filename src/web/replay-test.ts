@@ -13,6 +13,9 @@ export interface Answered {
   body?: BodyData;
 }
 
+/** Texts longer than this are checked by their length and start. */
+const LONG_TEXT = 200;
+
 /** A value that differs from one run to the next: asserted by its type, not its value. */
 const VARYING_KEY = /(^|_|-)(id|uuid|token|nonce|time|timestamp|date|at|created|updated|expires?|expiry|exp|iat|nbf|etag|version)$|(Id|Uuid|Token|Time|Date|At|Expires)$/;
 const VARYING_TEXT = /^(\d{4}-\d{2}-\d{2}[T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|(?=.*\d)(?=.*[A-Za-z])[\w+/=.~:-]{20,})$/i;
@@ -37,18 +40,25 @@ function checksOf(value: unknown, path: string, key: string, lines: string[]): v
   }
   const varies = value === REDACTED || (VARYING_KEY.test(key) && value !== null && typeof value !== 'boolean') || (typeof value === 'string' && VARYING_TEXT.test(value));
   if (varies) lines.push(`assert.equal(typeof ${path}, ${JSON.stringify(typeof value)});`);
-  else lines.push(`assert.deepEqual(${path}, ${JSON.stringify(value)});`);
+  else if (typeof value === 'string' && value.length > LONG_TEXT) {
+    // A long text by its length and its start: the file stays readable.
+    lines.push(`assert.equal(${path}.length, ${value.length});`, `assert.ok(${path}.startsWith(${JSON.stringify(value.slice(0, LONG_TEXT))}), ${JSON.stringify(`${path} starts as recorded`)});`);
+  } else lines.push(`assert.deepEqual(${path}, ${JSON.stringify(value)});`);
 }
 
 /**
  * A recorded request as a test file that sends it again to `process.env.BASE_URL` (APP_URL under
- * vitest; by default the app it was recorded on) and asserts the status it got and, for a JSON answer, its body. What the
- * profiler redacted is read from `process.env.WP_SECRET_n`: no secret is written in the file.
+ * vitest) and asserts the status it got and, for a JSON answer, its body. What the profiler
+ * redacted is read from `process.env.WP_SECRET_n`: no secret is written in the file. `served` is
+ * the app's origin, the default BASE_URL: the origin the profiler is read on, or the one an MCP
+ * client was told. Without it the file has no default and sends nothing until BASE_URL is set:
+ * the recorded Host is what the client sent, which anyone can choose, so it is only named.
  */
 export function asTest(r: Replayable, answered: Answered, runner: Runner, served: string | undefined, token: string): string {
   const holes = new Holes();
   const notes: string[] = [];
-  const url = new URL(target(r, served, notes));
+  const url = new URL(served === undefined ? recordedPath(r.url) : target(r, served, notes), 'http://app.invalid');
+  if (served === undefined) notes.push(`It was recorded as sent to ${JSON.stringify(originOf(r.url))}, the Host its client gave (anyone can give any): not used. Set ${runner === 'vitest' ? 'APP_URL' : 'BASE_URL'} to your app's origin.`);
   const path = jsString(holes.cut(url.pathname + url.search, 'url'));
   const headers = headersOf(r.headers, holes)
     // Cookies of a browser's session, and the profiler's own, are not the request's to send again.
@@ -74,14 +84,15 @@ export function asTest(r: Replayable, answered: Answered, runner: Runner, served
   const variable = runner === 'vitest' ? 'APP_URL' : 'BASE_URL';
   const lines = [
     `// Profile ${token}: ${method} ${url.pathname} answered ${answered.status}. Made by express-web-profiler.`,
-    `// Run it against the app: ${variable}=${url.origin} ${run}`,
+    `// Run it against the app: ${variable}=${served ?? 'http://localhost:3000'} ${run}`,
     ...notes.map((n) => `// ${n}`),
     ...head,
     '',
-    `const BASE_URL = process.env.${variable} || ${JSON.stringify(url.origin)};`,
+    served === undefined ? `const BASE_URL = process.env.${variable};` : `const BASE_URL = process.env.${variable} || ${JSON.stringify(served)};`,
     ...holes.legend.map(([name, field]) => `// ${field}: redacted by the profiler; set ${name} to send it.\nconst ${name} = process.env.${name} ?? '';`),
     '',
     `test(${JSON.stringify(`${method} ${url.pathname} answers ${answered.status}`)}, async () => {`,
+    ...(served === undefined ? [`  assert.ok(BASE_URL, ${JSON.stringify(`Set ${variable} to the app's origin (${variable}=http://localhost:3000): nothing is sent without it.`)});`] : []),
     `  const res = await fetch(new URL(${path}, BASE_URL), {`,
     `    method: ${JSON.stringify(method)},`,
     ...(headers.length > 0 ? ['    headers: {', ...headers.map((h) => `  ${h}`), '    },'] : []),
@@ -93,6 +104,24 @@ export function asTest(r: Replayable, answered: Answered, runner: Runner, served
   ];
   return `${lines.join('\n')}\n`;
 }
+
+/** The path and query of a recorded URL, whatever its origin. */
+function recordedPath(recorded: string): string {
+  try {
+    const url = new URL(recorded);
+    return url.pathname + url.search;
+  } catch {
+    return '/';
+  }
+}
+
+const originOf = (recorded: string): string => {
+  try {
+    return new URL(recorded).origin;
+  } catch {
+    return recorded;
+  }
+};
 
 /** A stored request's test file and the name to give it, for a page or the MCP tool; undefined for a command. */
 export function testOf(profile: Profile, runner: Runner, served: string | undefined): { file: string; text: string } | undefined {

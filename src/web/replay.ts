@@ -29,7 +29,8 @@ export class Holes {
     const parts = text.split(REDACTED);
     const vars: string[] = [];
     for (let i = 0; i < parts.length - 1; i++) {
-      const named = /([A-Za-z_][\w.-]*)["']?\s*[=:]\s*["']?$/.exec(parts[i]);
+      // A bounded tail: the name is just before its hole, and the pattern is quadratic in what it is given.
+      const named = /([A-Za-z_][\w.-]*)["']?\s*[=:]\s*["']?$/.exec(parts[i].slice(-NAME_TAIL));
       const name = `WP_SECRET_${this.legend.length + 1}`;
       this.legend.push([name, label(named?.[1] ?? field)]);
       vars.push(name);
@@ -37,6 +38,9 @@ export class Holes {
     return { parts, vars };
   }
 }
+
+/** How far before a hole its field's name is looked for. */
+const NAME_TAIL = 96;
 
 /** A field's name as a comment may show it: the client chose it, so only plain characters, and not many. */
 const label = (name: string) => name.replace(/[^\w.-]+/g, '_').slice(0, 40) || 'value';
@@ -134,7 +138,8 @@ export function asCurl(r: Replayable, served?: string): string {
 /** A JavaScript string of a value with holes: a template literal whose holes are the variables. */
 export function jsString(h: Holed): string {
   if (h.vars.length === 0) return JSON.stringify(h.parts[0]);
-  const escape = (s: string) => s.replace(/[\\`]/g, (c) => `\\${c}`).replace(/\$\{/g, '\\${');
+  // A template literal reads CR LF and CR as LF: a CR is written as its escape, so the bytes sent are the recorded ones.
+  const escape = (s: string) => s.replace(/[\\`]/g, (c) => `\\${c}`).replace(/\$\{/g, '\\${').replace(/\r/g, '\\r');
   return `\`${h.parts.map((p, i) => escape(p) + (i < h.vars.length ? `\${${h.vars[i]}}` : '')).join('')}\``;
 }
 

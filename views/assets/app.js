@@ -49,12 +49,18 @@
     document.addEventListener('click', function (e) {
       var target = e.target;
       if (!(target instanceof Element)) return;
-      var copy = target.closest('[data-copy]');
+      var copy = target.closest('[data-copy], [data-copy-from]');
       if (copy) {
         e.preventDefault();
-        var text = copy.getAttribute('data-copy') || '';
         var done = function () { var old = copy.textContent; copy.textContent = 'Copied'; setTimeout(function () { copy.textContent = old; }, 1200); };
-        if (navigator.clipboard) navigator.clipboard.writeText(text).then(done, function () {});
+        var from = copy.getAttribute('data-copy-from');
+        if (!navigator.clipboard) return;
+        if (!from) return void navigator.clipboard.writeText(copy.getAttribute('data-copy') || '').then(done, function () {});
+        // Made by the server when asked (a command for a large body is not part of every page): the
+        // clipboard is promised the text at the click, as browsers ask, and filled when it comes.
+        var text = fetch(from, { credentials: 'same-origin' }).then(function (r) { if (!r.ok) throw new Error(r.statusText); return r.text(); });
+        if (window.ClipboardItem) navigator.clipboard.write([new ClipboardItem({ 'text/plain': text.then(function (t) { return new Blob([t], { type: 'text/plain' }); }) })]).then(done, function () {});
+        else text.then(function (t) { return navigator.clipboard.writeText(t); }).then(done, function () {});
       }
     });
 
