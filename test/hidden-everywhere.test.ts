@@ -1,8 +1,11 @@
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { body, validationResult } from 'express-validator';
+import { celebrate, errors as celebrateErrors, Joi, Segments } from 'celebrate';
+import { rateLimit } from 'express-rate-limit';
+import { body, cookie, header, validationResult } from 'express-validator';
 import { Redis } from 'ioredis';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import nodemailer from 'nodemailer';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -102,5 +105,152 @@ describe('hidden once, hidden everywhere', () => {
       expect(text, where).not.toContain(PASSWORD);
     }
     expect(twin).toContain('issued [redacted] for [redacted]');
+  });
+});
+
+/**
+ * The fourth audit's findings: values another panel hides kept by an error's own fields, by a
+ * failed validation, by a rate limit's key or a strategy's user. Each is planted as the audit did;
+ * none may reach the store.
+ */
+describe('what an error, a validation or a check was handed keeps nothing another panel hides', () => {
+  const mysqlUrl = inject('mysqlUrl');
+  const pgUrl = inject('pgUrl');
+  const RESET = `5f0c${process.pid}a9e1b7c3d2f4e6a8b0c1d3e5f7a9b1c3`;
+  const HASH = `$2b$10$${'N9qo8uLOickgx2ZMRZoMye'}IjZAgcfl7p92ldGxad68LJZdL17lh${process.pid % 10}`;
+  const BOUND = `bound-secret-${process.pid}-q7`;
+  const URL_KEY = `urlkey${process.pid}Zx81`;
+  const PASSWORD = `hunter-${process.pid}-Pw`;
+  const COOKIE = `cookie-${process.pid}-Cv`;
+  const BASIC = Buffer.from(`ada:${PASSWORD}-basic`).toString('base64');
+  const USER_TOKEN = `tok-${process.pid}-Ut4`;
+  let db: string;
+  let app: Running;
+  let own: WebProfiler;
+  let sequelize: { query(sql: string, options: object): Promise<unknown>; close(): Promise<void> } | undefined;
+  let mysqlConnection: { query(sql: string, values: unknown[]): Promise<unknown>; end(): Promise<void> } | undefined;
+
+  beforeAll(async () => {
+    db = tempDb();
+    own = webProfiler({ database: db, onError: () => {} });
+    const require = createRequire(import.meta.url);
+    const passport = require('passport');
+    const { Sequelize } = require('sequelize');
+    // On PostgreSQL where the run has one (its errors carry the bound values as `parameters`), else SQLite.
+    sequelize = pgUrl ? new Sequelize(pgUrl, { logging: false }) : new Sequelize({ dialect: 'sqlite', storage: `${db}.app.sqlite`, logging: false });
+    if (mysqlUrl) mysqlConnection = await (require('mysql2/promise') as { createConnection(url: string): Promise<NonNullable<typeof mysqlConnection>> }).createConnection(mysqlUrl);
+    // A strategy that lets a token in and hands it on as the user (as an API-key strategy may).
+    class TokenStrategy extends passport.Strategy {
+      name = 'token';
+      authenticate(this: { success(user: unknown, info: unknown): void; fail(message: string, status: number): void }, req: Request) {
+        const token = String(req.get('x-token'));
+        if (token.startsWith('tok-')) this.success(token, { message: `welcome ${token}` });
+        else this.fail(`unknown token ${token}`, 401);
+      }
+    }
+    passport.use(new TokenStrategy());
+    const e = express();
+    e.use(own);
+    e.use(express.json());
+    e.use(passport.initialize());
+    e.get('/reset', async (_req, _res, next) => {
+      // SET with both NX and XX: Redis refuses it, and ioredis hangs the command on its error.
+      try {
+        await (redis as unknown as { set(...args: string[]): Promise<unknown> }).set('reset:ada', RESET, 'NX', 'XX');
+      } catch (err) {
+        next(err);
+      }
+    });
+    e.get('/bound', async (_req, _res, next) => {
+      // Sequelize's error carries the statement and its bound values.
+      await sequelize!.query('INSERT INTO accounts (email, password_hash) VALUES ($1, $2)', { bind: ['ada@example.test', BOUND] }).catch(next);
+    });
+    e.get('/inline', async (_req, _res, next) => {
+      // mysql2 writes the values into the statement it quotes on its error.
+      await mysqlConnection!.query('SELECT id FROM accounts WHERE password_hash = ?', [HASH]).catch(next);
+    });
+    e.get('/upstream', (_req, _res, next) => next(Object.assign(new Error('the upstream refused'), { config: { method: 'get', url: `https://maps.example.test/v1/geocode?key=${URL_KEY}&q=Paris` } })));
+    e.post('/joi', celebrate({ [Segments.BODY]: Joi.object({ password: Joi.string().min(40) }) }), (_req, res) => res.send('ok'));
+    e.post('/validated', body('password').isLength({ min: 40 }), (req: Request, res: Response) => {
+      const result = validationResult(req);
+      res.status(422).json({ errors: result.array() });
+    });
+    e.get('/session', cookie('session').isLength({ min: 100 }), header('x-session').isLength({ min: 100 }), (req: Request, res: Response) => {
+      res.status(validationResult(req).isEmpty() ? 200 : 400).send('bad session');
+    });
+    e.get('/limited', rateLimit({ windowMs: 60_000, limit: 1, keyGenerator: (req) => String(req.get('authorization')), legacyHeaders: false, standardHeaders: false }), (_req, res) => res.send('within'));
+    e.get('/me', passport.authenticate('token', { session: false }), (_req, res) => res.send('in'));
+    e.use(celebrateErrors());
+    e.use(own.errorHandler);
+    app = await listen(e);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await sequelize?.close();
+    await mysqlConnection?.end();
+    own?.close();
+  });
+
+  /** Everything the store holds, as the file and as the panels read from it. */
+  const stored = () => {
+    own.flush();
+    return readFileSync(db).toString('latin1') + readFileSync(`${db}-wal`, { flag: 'a+' }).toString('latin1') + JSON.stringify(readRows(db));
+  };
+  const rowOf = (res: globalThis.Response) => readRows(db).find((r) => r.token === res.headers.get('x-debug-token'))!;
+
+  it('M2: an error\'s own fields: ioredis\'s command arguments, Sequelize\'s bound values, mysql2\'s statement, a URL\'s key', async () => {
+    const asked = [await fetch(`${app.url}/bound`), await fetch(`${app.url}/upstream`)];
+    if (redis) asked.push(await fetch(`${app.url}/reset`));
+    if (mysqlConnection) asked.push(await fetch(`${app.url}/inline`));
+    for (const res of asked) expect(res.status).toBe(500);
+    own.flush();
+    const details = (res: globalThis.Response) => JSON.stringify(rowOf(res).collectors.exception.chain[0].details);
+    expect(JSON.stringify(rowOf(asked[0]).collectors.db)).toContain('"[redacted]"');
+    if (pgUrl) expect(details(asked[0])).toMatch(/"parameters":\["ada@example.test","\[redacted\]"\]/);
+    expect(details(asked[1])).toContain('key=[redacted]&q=Paris');
+    // Its value hidden as the cache panel hides a SET's; its options shown.
+    if (redis) expect(details(asked[2])).toContain('"args":["reset:ada","?","NX","XX"]');
+    if (mysqlConnection) expect(details(asked[3])).toContain("password_hash = '[redacted]'");
+    const all = stored();
+    for (const secret of [RESET, BOUND, URL_KEY, HASH]) expect(all).not.toContain(secret);
+  });
+
+  it('M3: a failed validation: joi\'s details, express-validator\'s own answer, a cookie\'s and a header\'s value', async () => {
+    const json = { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify({ password: PASSWORD }) };
+    const joi = await fetch(`${app.url}/joi`, json);
+    expect(joi.status).toBe(400);
+    const validated = await fetch(`${app.url}/validated`, json);
+    expect(validated.status).toBe(422);
+    // The app's own answer quotes the value: the client gets it, the store does not.
+    expect(JSON.stringify(await validated.json())).toContain(PASSWORD);
+    const session = await fetch(`${app.url}/session`, { headers: { cookie: `session=${COOKIE}`, 'x-session': `${COOKIE}-header` } });
+    expect(session.status).toBe(400);
+    own.flush();
+    expect(JSON.stringify(rowOf(validated).collectors.response.body.json)).toContain('"value":"[redacted]","msg":"Invalid value","path":"password"');
+    const fields = JSON.stringify(rowOf(session).collectors.security);
+    expect(fields).toContain('"location":"cookies"');
+    expect(fields).toContain('"location":"headers"');
+    const all = stored();
+    for (const secret of [PASSWORD, COOKIE]) expect(all).not.toContain(secret);
+  });
+
+  it('M4: a rate limit keyed by a credential, and a strategy whose user is the token', async () => {
+    const basic = { authorization: `Basic ${BASIC}` };
+    expect((await fetch(`${app.url}/limited`, { headers: basic })).status).toBe(200);
+    const limited = await fetch(`${app.url}/limited`, { headers: basic });
+    expect(limited.status).toBe(429);
+    const admitted = await fetch(`${app.url}/me`, { headers: { 'x-token': USER_TOKEN } });
+    expect(admitted.status).toBe(200);
+    const refused = await fetch(`${app.url}/me`, { headers: { 'x-token': `bad-${USER_TOKEN}` } });
+    expect(refused.status).toBe(401);
+    own.flush();
+    const check = (res: globalThis.Response) => rowOf(res).collectors.security.checks[0];
+    expect(check(limited).fields.key).toBe('(a string, not an address: hidden)');
+    expect(check(admitted).fields.user).toBe('(a string)');
+    expect(check(admitted).fields.message).toBe('welcome [redacted]');
+    expect(check(refused).reason).toBe('unknown token [redacted]');
+    const all = stored();
+    for (const secret of [BASIC, USER_TOKEN]) expect(all).not.toContain(secret);
   });
 });

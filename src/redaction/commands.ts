@@ -30,14 +30,17 @@ function sanitised(command: string, args: string[]): string[] {
   return args.map((arg, i) => (i < shown || (set && i > 1 && SET_OPTIONS.test(arg)) ? arg : hideData(arg, '?')));
 }
 
+/** A command's arguments as the cache panel shows them: see redactCommand. */
+export const redactArgs = (command: string, args: string[], secrets?: RequestSecrets): string[] =>
+  sanitised(command, args).map((arg) => (arg !== '?' && secrets !== undefined ? secrets.cut(arg) : arg));
+
 /**
  * A command as stored: values hidden as the clients hide them (the channels' are hidden already),
  * and any key or argument that holds one of the request's secrets (a session id in `sess:<id>`)
  * redacted; an error's message redacted like any text.
  */
 export function redactCommand(c: CapturedCommand, keys: string[], secrets: RequestSecrets | undefined): CapturedCommand {
-  const args = sanitised(c.command, c.args).map((arg) => (arg !== '?' && secrets !== undefined ? secrets.cut(arg) : arg));
-  const out: CapturedCommand = { ...c, args };
+  const out: CapturedCommand = { ...c, args: redactArgs(c.command, c.args, secrets) };
   if (c.error) out.error = { ...c.error, message: redactText(c.error.message, keys) };
   if (c.commands) out.commands = c.commands.map((inner) => redactCommand(inner, keys, secrets));
   return out;

@@ -13,7 +13,7 @@ import { hide, noting, type HiddenValues } from './hidden.js';
 import { isSecretKey, REDACTED, redactHeaders, redactHeaderValue, redactQuery, redactText, redactUrl, redactValue } from './redact.js';
 import { RequestSecrets } from './request-secrets.js';
 import { redactStatement, type RedactedStatement } from './sql.js';
-import { redactCommand } from './commands.js';
+import { redactArgs, redactCommand } from './commands.js';
 import { redactMail, type StoredMail } from './mail.js';
 import { storedAiCall, type StoredAiCall } from './ai.js';
 import { graphqlLabel, graphqlOperations } from './graphql.js';
@@ -427,6 +427,9 @@ function asPanels(value: unknown, keys: string[], depth = 0): unknown {
   }
   if (value === null || typeof value !== 'object' || depth > 8) return value;
   if (Array.isArray(value)) return value.map((v) => asPanels(v, keys, depth + 1));
+  // A Redis client's command (ioredis's `err.command`): its values hidden as the cache panel hides them.
+  const { name, args } = value as { name?: unknown; args?: unknown };
+  if (typeof name === 'string' && Array.isArray(args) && args.every((a) => typeof a === 'string' || typeof a === 'number')) return { ...value, args: redactArgs(name, args.map(String)) };
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(value)) setOwn(out, key, asPanels((value as Record<string, unknown>)[key], keys, depth + 1));
   return out;

@@ -310,8 +310,10 @@ const isNamed = (v: unknown): v is Record<string, unknown> => v !== null && type
 function hideNamed(values: Record<string, unknown>, hidden: RedactedStatement['hidden'], byValue: ByValue): Record<string, unknown> {
   for (const name of Object.keys(values)) {
     if (values[name] == null) continue;
-    if (hidden.names.includes(name)) values[name] = hide(values[name]);
-    else if (byValue(values[name], undefined, name)) {
+    // `$2` bound by name (node-sqlite3's and Sequelize's SQLite binding): the second placeholder.
+    const numbered = /^[$?:@]?(\d+)$/.exec(name);
+    if (hidden.names.includes(name) || (numbered !== null && hidden.indexes.includes(Number(numbered[1]) - 1))) values[name] = hide(values[name]);
+    else if (byValue(values[name], numbered === null ? undefined : Number(numbered[1]) - 1, name)) {
       hidden.names.push(name);
       values[name] = hide(values[name]);
     }
