@@ -267,4 +267,48 @@ describe('who sees the debug pages: those who may read the profiler', () => {
     const missing = await ask('/nowhere', 'text/plain', KEY);
     expect(missing.body).toContain('No route found for "GET http://127.0.0.1:');
   });
+
+  it.each([['text/html'], ['application/json'], ['text/plain']])('no shared cache keeps a debug answer (%s) to serve it to another client: no-store, varying by what grants access', async (accept) => {
+    for (const path of ['/throws', '/nowhere']) {
+      for (const key of [KEY, undefined]) {
+        const { headers } = await ask(path, accept, key);
+        expect(headers.get('cache-control'), `${path} ${key ? 'key' : 'stranger'}`).toBe('no-store');
+        expect(headers.get('vary')).toMatch(/Accept.*Cookie.*X-Profiler-Secret/);
+      }
+    }
+  });
+});
+
+describe('notFound without the profiler\'s errorHandler: what is passed on says no more than bare Express', () => {
+  it('Express\'s final handler (and an app handler printing err.stack) answer `Cannot GET /x`, as bare, not the profiler\'s paths nor the Referer', async () => {
+    const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    const make = (mounted: boolean) => {
+      const app = express();
+      if (mounted) app.use(profiler);
+      app.get('/here', (_req, res) => res.send('here'));
+      if (mounted) app.use(profiler.notFound);
+      return app;
+    };
+    const stacked = express();
+    stacked.use(profiler);
+    stacked.use(profiler.notFound);
+    stacked.use((err: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => res.status(404).type('text').send(err.stack));
+    const [bare, mounted, own] = await Promise.all([listen(make(false)), listen(make(true)), listen(stacked)]);
+    try {
+      for (const accept of ['application/json', '*/*']) {
+        const ask = async (base: string) => {
+          const res = await fetch(`${base}/x%20y/z?q=1`, { headers: { accept, referer: 'https://ref.example.test/from' } });
+          return { status: res.status, type: res.headers.get('content-type'), body: await res.text() };
+        };
+        const [b, m, o] = [await ask(bare.url), await ask(mounted.url), await ask(own.url)];
+        expect(m, accept).toEqual(b);
+        expect(b.body).toContain('Cannot GET /x%20y/z');
+        expect(o.body).toBe('Cannot GET /x%20y/z');
+        for (const leak of ['ref.example.test', 'node_modules', '/src/', 'NotFoundError']) expect(m.body + o.body).not.toContain(leak);
+      }
+    } finally {
+      await Promise.all([bare.close(), mounted.close(), own.close()]);
+      profiler.close();
+    }
+  });
 });
