@@ -261,7 +261,7 @@ describe('compare two profiles', () => {
       'exception', 'logs', 'request.query.card', 'response.body', 'response.headers.content-length', 'response.headers.content-type',
       'response.headers.etag', 'response.headers.x-cart', 'status', 'url',
       // The 500 is the debug error page's, with headers of its own.
-      'response.headers.server-timing', 'response.headers.vary', 'response.headers.x-debug-exception', 'response.headers.x-debug-exception-file',
+      'response.headers.cache-control', 'response.headers.server-timing', 'response.headers.vary', 'response.headers.x-debug-exception', 'response.headers.x-debug-exception-file',
     ].sort());
     expect(differences.find((d: any) => d.path === 'status')).toEqual({ path: 'status', left: 200, right: 500 });
     expect(differences.find((d: any) => d.path === 'exception')).toEqual({ path: 'exception', left: null, right: 'Error: card declined' });
