@@ -7,6 +7,7 @@ interface ProfileMatchers<R = unknown> {
   toHaveRunQuery(pattern: string | RegExp): Promise<R>;
   toHaveSentMailTo(address: string | RegExp): Promise<R>;
   toHaveThrown(pattern?: string | RegExp): Promise<R>;
+  toHaveNoMissingTranslations(): Promise<R>;
 }
 
 declare module 'vitest' {

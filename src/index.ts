@@ -4,6 +4,8 @@ export type { Collector } from './collectors/collector.js';
 export type { RequestContext } from './recording/context.js';
 export { logger, type Logger } from './recording/logger.js';
 export { span } from './recording/span.js';
+export { dump, type Dump } from './recording/dump.js';
+export type { ValueNode } from './recording/snapshot-value.js';
 export { pinoDestination } from './instruments/pino.js';
 export { instrument } from './instruments/index.js';
 export { mailTransport } from './instruments/nodemailer.js';

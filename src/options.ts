@@ -132,7 +132,7 @@ const RESERVED_PANEL_IDS = new Set([...corePanels.map((p) => p.id), 'cpuprofile'
 const PRODUCTION = /^(prod|production)$/i;
 
 /** Any of the variables apps use to name their environment saying production turns the profiler and debug mode off. */
-const isProduction = (env: NodeJS.ProcessEnv): boolean =>
+export const isProduction = (env: NodeJS.ProcessEnv): boolean =>
   ['NODE_ENV', 'APP_ENV', 'ENVIRONMENT'].some((name) => PRODUCTION.test((env[name] ?? '').trim()));
 
 /** Under a test runner: NODE_ENV=test (vitest, jest), or a file `node --test` runs. */

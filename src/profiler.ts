@@ -37,6 +37,7 @@ import { recordPino } from './instruments/pino.js';
 import { bullmqTelemetry } from './instruments/bullmq.js';
 import { spanProcessor } from './instruments/otel.js';
 import { recordGraphqlResolvers } from './instruments/graphql.js';
+import { hookEsmI18next } from './instruments/i18next.js';
 
 type BullmqTelemetry = ReturnType<typeof bullmqTelemetry>;
 
@@ -126,6 +127,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   void hookEsmNodemailer(tellOwn);
   void hookEsmDrizzle(tellOwn);
   void hookEsmAiSdks(tellOwn);
+  void hookEsmI18next(tellOwn);
   const explainable = new ExplainRegistry();
   let appDescribed = false;
   const excludedStatuses = options.exclude.statuses;

@@ -128,7 +128,7 @@ describe('exception page', () => {
     expect(page).toContain(`throw new Error(&#39;Thrown in a handler&#39;);`);
     expect(page).toContain('class="selected"');
     expect(page).toContain('about to throw');
-    expect(page).toContain('&quot;attempt&quot;: 3');
+    expect(page).toContain('<span class="v-key">attempt</span>: <span class="v-num">3</span>');
     expect(page).toContain(`/_profiler/${token}?panel=exception&amp;type=request`);
     expect(res.headers.get('x-debug-exception')).toBe('Thrown%20in%20a%20handler');
     expect(res.headers.get('x-debug-exception-file')).toMatch(/error-pages\.test\.ts:\d+$/);

@@ -11,6 +11,9 @@ import { openReader } from '../storage/open.js';
 import type { ProfileReader } from '../storage/reader.js';
 import { RUNNERS, testOf, type Runner } from '../web/replay-test.js';
 import type { SearchFilter } from '../storage/query.js';
+import type { Dump } from '../recording/dump.js';
+import type { Translation } from '../recording/translations.js';
+import { renderValue } from '../recording/render-value.js';
 
 /** What one answer may hold, about: a model reads it all, so long bodies and traces are cut. */
 const ANSWER_BUDGET = 24 * 1024;
@@ -82,6 +85,8 @@ async function readSoon(store: ProfileReader, token: string): Promise<Profile | 
 function headline(profile: Profile): Record<string, unknown> {
   const chain = (profile.collectors.exception as Any | undefined)?.chain as Any[] | undefined;
   const ai = profile.collectors.ai as Any | undefined;
+  const dumps = (profile.collectors.dumps as { dumps: Dump[] } | undefined)?.dumps;
+  const missing = (profile.collectors.translations as { messages: Translation[] } | undefined)?.messages.filter((m) => m.state === 'missing');
   const refused = ((profile.collectors.security as Any | undefined)?.checks as Any[] | undefined)?.filter((c) => c.verdict !== 'passed');
   const { collectors: _c, collectorErrors: _e, ...summary } = profile;
   return {
@@ -91,6 +96,9 @@ function headline(profile: Profile): Record<string, unknown> {
     ...(ai ? { ai: aiHeadline(ai) } : {}),
     // Who said no and why, for a refusal that threw nothing (see collectors/security.ts).
     ...(refused?.length ? { refused: refused.map((c) => ({ library: c.library, reason: c.reason, at: c.at })) } : {}),
+    // What the app dump()ed, each as text (the tree is the dumps panel's).
+    ...(missing?.length ? { missingTranslations: missing.map((m) => `${m.ns}:${m.key} (${m.lng})`) } : {}),
+    ...(dumps?.length ? { dumps: dumps.map((d) => ({ label: d.label, at: d.at, ms: d.time, value: renderValue(d.value) })) } : {}),
   };
 }
 
@@ -100,12 +108,6 @@ function aiHeadline(ai: Any): Record<string, unknown> {
   return { calls: ai.count, inputTokens: ai.inputTokens, outputTokens: ai.outputTokens, ms: ai.time, ...(failures.length ? { failures } : {}) };
 }
 
-/**
- * `web-profiler mcp`: the profiles of a SQLite file or a PostgreSQL store, read-only, for coding
- * agents, over the Model Context Protocol on stdio. The connection is opened read-only (SQLite's
- * readonly mode; PostgreSQL's default_transaction_read_only): nothing offered here can change or
- * delete a profile.
- */
 /** An http(s) URL's origin; undefined for none given, null for one that is not. */
 function appOrigin(given: string | undefined): string | undefined | null {
   if (given === undefined || given === '') return undefined;
@@ -117,6 +119,12 @@ function appOrigin(given: string | undefined): string | undefined | null {
   }
 }
 
+/**
+ * `web-profiler mcp`: the profiles of a SQLite file or a PostgreSQL store, read-only, for coding
+ * agents, over the Model Context Protocol on stdio. The connection is opened read-only (SQLite's
+ * readonly mode; PostgreSQL's default_transaction_read_only): nothing offered here can change or
+ * delete a profile.
+ */
 export async function serveMcp(database: string, schema: string, stop?: AbortSignal): Promise<void> {
   const store = openReader(database, schema, true);
   // A database that cannot be read is said at once, not at the first question.

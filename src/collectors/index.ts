@@ -16,6 +16,8 @@ import { db } from './db.js';
 import { httpClient } from './http-client.js';
 import { exception } from './exception.js';
 import { logs } from './logs.js';
+import { dumps } from './dumps.js';
+import { translations } from './translations.js';
 import { performance } from './performance.js';
 import { request } from './request.js';
 import { response } from './response.js';
@@ -23,7 +25,7 @@ import { routing } from './routing.js';
 import { security } from './security.js';
 
 /** The core panels in menu order. A new panel: its collector here, its view in views/panels/<id>.eta. */
-export const corePanels: CorePanel[] = [command, request, response, security, graphql, exception, logs, performance, db, httpClient, cache, views, mail, jobs, ai, cpu, routing, config] as CorePanel[];
+export const corePanels: CorePanel[] = [command, request, response, security, graphql, exception, logs, dumps, performance, db, httpClient, cache, views, translations, mail, jobs, ai, cpu, routing, config] as CorePanel[];
 
 export type { Collector, CorePanel, PanelInfo, PanelOptions } from './collector.js';
 

@@ -5,6 +5,8 @@ import type { CpuState } from '../recording/cpu.js';
 import type { CommandState } from '../recording/command.js';
 import type { LoopState } from '../recording/loop.js';
 import type { Check } from '../recording/checks.js';
+import type { Dump } from '../recording/dump.js';
+import type { CapturedTranslations } from '../recording/capture.js';
 import { spansOf } from '../recording/layers.js';
 import type { BodyData } from '../redaction/body.js';
 import { setOwn } from '../recording/plain.js';
@@ -61,6 +63,9 @@ export interface Snapshot extends Pick<Captured, 'token' | 'parent' | 'time' | '
   trace?: { traceId: string; spanId: string };
   loop?: LoopState;
   checks?: Check[];
+  dumps: Dump[];
+  dumpsDropped: number;
+  translations?: CapturedTranslations;
 }
 
 /**
@@ -117,6 +122,9 @@ export function snapshotOf(r: ProfileRecord, summary: ProfileSummary, config: un
     trace: r.trace,
     loop: r.loop,
     checks: r.checks,
+    dumps: r.dumps ?? [],
+    dumpsDropped: r.dumpsDropped ?? 0,
+    translations: r.translations,
   };
 }
 

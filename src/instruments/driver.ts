@@ -22,7 +22,7 @@ export interface DriverAdapter {
 }
 
 /** The panels libraries' records show on, in menu order. */
-export const DRIVER_PANELS = ['db', 'cache', 'mail', 'ai', 'jobs', 'security'] as const;
+export const DRIVER_PANELS = ['db', 'cache', 'mail', 'ai', 'jobs', 'security', 'translations'] as const;
 export type DriverPanel = (typeof DRIVER_PANELS)[number];
 
 /** One row of a query plan: its text, and its parent's id for a tree (SQLite), or its depth (PostgreSQL's indented text). */

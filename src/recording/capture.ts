@@ -11,6 +11,8 @@ import type { CommandState } from './command.js';
 import { traceOfHeader } from './trace.js';
 import type { LoopState } from './loop.js';
 import type { Check } from './checks.js';
+import type { Dump } from './dump.js';
+import type { Translation } from './translations.js';
 import { describeTrail } from './layers.js';
 import { captureInside, type CapturedInside } from './inside-capture.js';
 import { sourceMapped, type CpuState } from './cpu.js';
@@ -69,6 +71,18 @@ export interface Captured {
   trace?: { traceId: string; spanId: string };
   loop?: LoopState;
   checks?: Check[];
+  dumps?: Dump[];
+  dumpsDropped?: number;
+  translations?: CapturedTranslations;
+}
+
+/** A request's translations as they cross to the writer: see translations.ts. */
+export interface CapturedTranslations {
+  messages: Translation[];
+  language?: string;
+  known?: string[];
+  fallback?: string[];
+  dropped?: number;
 }
 
 /**
@@ -195,6 +209,16 @@ function captureWork(ctx: WorkContext, c: Captured, size: number): number {
   if (ctx.checks !== undefined) {
     c.checks = ctx.checks;
     size += 512 * ctx.checks.length;
+  }
+  if (ctx.dumps !== undefined) {
+    c.dumps = ctx.dumps.kept;
+    if (ctx.dumps.dropped > 0) c.dumpsDropped = ctx.dumps.dropped;
+    size += 4096 * ctx.dumps.kept.length;
+  }
+  const translations = ctx.translations;
+  if (translations !== undefined) {
+    c.translations = { messages: [...translations.byKey.values()], language: translations.language, known: translations.known, fallback: translations.fallback, dropped: translations.dropped || undefined };
+    size += 512 * translations.byKey.size;
   }
   // Most requests held nothing up and waited for nothing: their empty state is not stored.
   const loop = ctx.loop;

@@ -51,6 +51,8 @@ export function commandStarted(recorder: RecorderSettings, token: string, option
     command: { kind: options.kind ?? 'run', name: String(options.name), exitCode: undefined, ...state },
     loop: undefined,
     checks: undefined,
+    dumps: undefined,
+    translations: undefined,
   };
   loopStarted(ctx);
   return ctx;

@@ -75,6 +75,8 @@ export function recorder(deps: RecorderDeps) {
       trace: activeTrace(),
       loop: undefined,
       checks: undefined,
+      dumps: undefined,
+      translations: undefined,
     };
     (res as Tracked)[kContext] = ctx;
     // 'close' follows 'finish' on every response (keep-alive too) and also comes alone on abort.

@@ -19,6 +19,9 @@ import { storedAiCall, type StoredAiCall } from './ai.js';
 import { graphqlLabel, graphqlOperations } from './graphql.js';
 import { redactChecks } from './checks.js';
 import type { Check } from '../recording/checks.js';
+import type { Dump } from '../recording/dump.js';
+import { redactDumps } from './dumps.js';
+import type { CapturedTranslations } from '../recording/capture.js';
 
 export interface RecordOptions {
   redactKeys: string[];
@@ -110,6 +113,11 @@ export interface ProfileRecord {
   trace?: { traceId: string; spanId: string };
   /** See recording/checks.ts. */
   checks?: Check[];
+  /** See recording/dump.ts. */
+  dumps?: Dump[];
+  dumpsDropped?: number;
+  /** See recording/translations.ts. */
+  translations?: CapturedTranslations;
 }
 
 /**
@@ -180,6 +188,9 @@ function redactedRecord(c: Captured, options: RecordOptions): { summary: RecordS
     extra: c.extra,
     extraErrors: c.extraErrors,
     checks: c.checks && part('security', () => redactChecks(c.checks!, keys), undefined),
+    dumps: c.dumps && part('dumps', () => redactDumps(c.dumps!, keys), undefined),
+    dumpsDropped: c.dumpsDropped,
+    translations: c.translations && part('translations', () => redactTranslations(c.translations!, keys), undefined),
     failed: undefined,
   };
   if (c.command !== undefined) {
@@ -238,6 +249,11 @@ function withFailed(record: ProfileRecord, failed: Record<string, string>): Prof
     break;
   }
   return record;
+}
+
+/** Translations as stored: the values given redacted as any value is (a field named like a secret), the text that came back as text is. */
+function redactTranslations(t: CapturedTranslations, keys: string[]): CapturedTranslations {
+  return { ...t, messages: t.messages.map((m) => ({ ...m, result: redactText(m.result, keys), ...(m.values === undefined ? {} : { values: redactValue(m.values, keys) as Record<string, unknown> }) })) };
 }
 
 /** A command's name, arguments and failure as stored: `--password=x` and `token=…` as in a URL's query. */

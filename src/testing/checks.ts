@@ -1,5 +1,6 @@
 import type { DbData } from '../collectors/db.js';
 import type { MailData } from '../collectors/mail.js';
+import type { TranslationsData } from '../collectors/translations.js';
 import type { ErrorInfo, ExceptionData } from '../errors/describe.js';
 import type { Profile } from '../storage/profile.js';
 
@@ -68,4 +69,15 @@ export function exception(p: Profile, pattern?: string | RegExp): Verdict {
   const test = pattern === undefined ? () => true : (e: ErrorInfo) => (typeof pattern === 'string' ? e.message.includes(pattern) || e.class === pattern : pattern.test(`${e.class}: ${e.message}`));
   const pass = chain.some(test);
   return { pass, message: () => `${where(p)} ${pass ? 'threw' : 'threw no exception'}${pattern === undefined ? '' : ` matching ${String(pattern)}`}:\n${exceptionText(p)}` };
+}
+
+/** Whether the request asked i18next for a key it has in no language: what the check says lists each, with the language asked. */
+export function missingTranslations(p: Profile): Verdict {
+  const messages = (p.collectors.translations as TranslationsData | undefined)?.messages ?? [];
+  const missing = messages.filter((m) => m.state === 'missing');
+  const listed = missing.slice(0, MAX_LISTED).map((m) => `  ${m.ns}:${m.key} (${m.lng}${m.count > 1 ? `, ${m.count} times` : ''})`);
+  return {
+    pass: missing.length > 0,
+    message: () => (missing.length > 0 ? `${where(p)} has ${missing.length} missing ${missing.length === 1 ? 'translation' : 'translations'}:\n${listed.join('\n')}` : `${where(p)} has no missing translation (${messages.length} translated)`),
+  };
 }

@@ -1,13 +1,13 @@
 // express-web-profiler/testing: a request's profile in the app's own tests.
 import { AssertionError } from 'node:assert';
 import type { Profile } from '../storage/profile.js';
-import { errorText, exception, mailTo, nPlusOne, queryCount, queryMatching, type Verdict } from './checks.js';
-import { profileOf, tokenOf, type ProfileOfOptions } from './profile-of.js';
+import { errorText, exception, mailTo, missingTranslations, nPlusOne, queryCount, queryMatching, type Verdict } from './checks.js';
+import { profileOf, tokenOf, type ProfileOfOptions, type TestedProfile } from './profile-of.js';
 import { running } from './registry.js';
 import type { ExceptionData } from '../errors/describe.js';
 import type { LogsData } from '../collectors/logs.js';
 
-export { profileOf, tokenOf, type ProfileOfOptions };
+export { profileOf, tokenOf, type ProfileOfOptions, type TestedProfile };
 export type { Profile };
 
 /** What the matchers and assertions are given: a response, its headers, a token, or a profile already read. */
@@ -28,6 +28,11 @@ export const matchers = {
   toHaveRunQuery: matcher(queryMatching),
   toHaveSentMailTo: matcher(mailTo),
   toHaveThrown: matcher(exception),
+  /** Passes when no key the request translated is missing: `await expect(res).toHaveNoMissingTranslations()`. */
+  toHaveNoMissingTranslations: matcher((p: Profile) => {
+    const verdict = missingTranslations(p);
+    return { pass: !verdict.pass, message: verdict.message };
+  }),
 };
 
 /** The checks as node:assert-style functions: they resolve, or reject with an AssertionError that says what ran. */
@@ -41,6 +46,7 @@ export const assertNoNPlusOne: (x: unknown) => Promise<void> = assertion(nPlusOn
 export const assertQuery: (x: unknown, pattern: string | RegExp) => Promise<void> = assertion(queryMatching, true);
 export const assertMailSent: (x: unknown, to: string | RegExp) => Promise<void> = assertion(mailTo, true);
 export const assertNoException: (x: unknown) => Promise<void> = assertion(exception, false);
+export const assertNoMissingTranslations: (x: unknown) => Promise<void> = assertion(missingTranslations, false);
 
 /**
  * What a failed test is shown: each request of this process's profilers that answered 5xx or threw

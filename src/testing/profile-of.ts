@@ -1,5 +1,7 @@
 import { isToken } from '../recording/token.js';
 import type { Profile } from '../storage/profile.js';
+import type { Dump } from '../recording/dump.js';
+import { renderValue } from '../recording/render-value.js';
 import { running } from './registry.js';
 
 const TOKEN = 'x-debug-token';
@@ -35,18 +37,28 @@ export interface ProfileOfOptions {
  * Reads the profilers of this process (each writes what waits first), or, given `url`, the
  * server's JSON twin.
  */
-export async function profileOf(x: unknown, options: ProfileOfOptions = {}): Promise<Profile> {
+/** A profile as a test reads it: every panel, and what the app dump()ed at hand (each value as a tree, and as text). */
+export interface TestedProfile extends Profile {
+  dumps: (Dump & { text: string })[];
+}
+
+const tested = (profile: Profile): TestedProfile => {
+  const dumps = ((profile.collectors.dumps as { dumps?: Dump[] } | undefined)?.dumps ?? []).map((d) => ({ ...d, text: renderValue(d.value) }));
+  return { ...profile, dumps };
+};
+
+export async function profileOf(x: unknown, options: ProfileOfOptions = {}): Promise<TestedProfile> {
   const token = tokenOf(x);
   if (token === undefined) throw new TypeError('profileOf(): no X-Debug-Token in what it was given (a response, its headers, or a token): is the profiler mounted, and enabled?');
   if (options.url !== undefined) {
     const res = await fetch(new URL(`/_profiler/${token}`, options.url), { headers: { accept: 'application/json', ...options.headers } });
     if (!res.ok) throw new Error(`profileOf(): ${options.url} answered ${res.status} for profile ${token}: ${(await res.text()).slice(0, 300)}`);
-    return (await res.json()) as Profile;
+    return tested((await res.json()) as Profile);
   }
   const profilers = running();
   for (const profiler of profilers) {
     const profile = await profiler.read(token);
-    if (profile !== undefined) return profile;
+    if (profile !== undefined) return tested(profile);
   }
   throw new Error(`profileOf(): no profile ${token} in ${profilers.length === 0 ? 'this process (no profiler runs here' : `the ${profilers.length} profiler${profilers.length > 1 ? 's' : ''} of this process (`}): for a server in another process, pass { url }`);
 }

@@ -6,6 +6,9 @@ import type { BodyData } from '../redaction/body.js';
 import { profileLink } from '../recording/token.js';
 import type { Profile } from '../storage/profile.js';
 import type { Replayable } from './replay.js';
+import type { Dump } from '../recording/dump.js';
+import type { ValueNode } from '../recording/snapshot-value.js';
+import { renderValue } from '../recording/render-value.js';
 
 export interface MenuEntry {
   id: string;
@@ -40,6 +43,7 @@ function levelOf(id: string, data: unknown): MenuEntry['level'] {
   if (id === 'exception') return 'error';
   const d = data as { counts?: { error?: number; warn?: number }; errors?: unknown; failed?: unknown; status?: unknown };
   if (id === 'security') return ((data as { refused?: number }).refused ?? 0) > 0 ? 'warn' : undefined;
+  if (id === 'translations') return ((data as { counts?: { missing?: number } }).counts?.missing ?? 0) > 0 ? 'warn' : undefined;
   if (id === 'logs') return (d.counts?.error ?? 0) > 0 ? 'error' : (d.counts?.warn ?? 0) > 0 ? 'warn' : undefined;
   if (id === 'response' && typeof d.status === 'number') return d.status >= 500 ? 'error' : d.status >= 400 ? 'warn' : undefined;
   if ((typeof d.errors === 'number' && d.errors > 0) || (typeof d.failed === 'number' && d.failed > 0)) return 'error';
@@ -109,6 +113,12 @@ function messageOf(body: BodyData): string | undefined {
 }
 
 /** What the toolbar shows, from a stored profile. */
+/** A value on one line, cut to what a toolbar shows. */
+const preview = (node: ValueNode): string => {
+  const text = renderValue(node).replace(/\s*\n\s*/g, ' ');
+  return text.length > 120 ? `${text.slice(0, 119)}…` : text;
+};
+
 export function toolbarSummary(profile: Profile) {
   const c = profile.collectors as Record<string, any>;
   return {
@@ -140,6 +150,11 @@ export function toolbarSummary(profile: Profile) {
     errors: (c.logs?.counts?.error ?? 0) + (c.exception ? 1 : 0),
     warnings: c.logs?.counts?.warn ?? 0,
     exception: c.exception?.chain?.[0] ? `${c.exception.chain[0].class}: ${c.exception.chain[0].message}` : null,
+    // What was dumped: each with its label, line and a line of its value, for the toolbar's list.
+    dumps: ((c.dumps?.dumps ?? []) as Dump[]).slice(0, 20).map((d, i) => ({ n: i + 1, label: d.label ?? null, at: d.at ?? null, preview: preview(d.value) })),
+    dumpCount: c.dumps?.dumps?.length ?? 0,
+    translations: c.translations?.messages?.length ?? 0,
+    missingTranslations: c.translations?.counts?.missing ?? 0,
     profile: `/_profiler/${profile.token}`,
   };
 }

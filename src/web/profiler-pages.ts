@@ -51,7 +51,7 @@ const MAX_STREAMS = 16;
 const POLL_MS = 250;
 
 /** Panels that have a view of their own; any other (a user's collector) is shown as data. */
-const VIEWS = new Set(['command', 'request', 'response', 'security', 'graphql', 'exception', 'logs', 'performance', 'db', 'http_client', 'cache', 'views', 'mail', 'jobs', 'ai', 'cpu', 'routing', 'config']);
+const VIEWS = new Set(['command', 'request', 'response', 'security', 'graphql', 'exception', 'logs', 'dumps', 'translations', 'performance', 'db', 'http_client', 'cache', 'views', 'mail', 'jobs', 'ai', 'cpu', 'routing', 'config']);
 
 const wantsJson = (req: Request) => {
   const accept = req.headers.accept ?? '';

@@ -6,6 +6,8 @@ import { STATUS_CODES, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import { FAILED } from '../redaction/record.js';
 import { performance } from 'node:perf_hooks';
+import { jsonNode, valueTree } from './value-tree.js';
+import type { ValueNode } from '../recording/snapshot-value.js';
 
 /** views/ sits beside src/ and dist/ at the package root. */
 export const VIEWS = path.resolve(__dirname, '../../views');
@@ -65,6 +67,9 @@ export const helpers = {
     return format.replace(/%f/g, encodeURI(file)).replace(/%l/g, String(line));
   },
   entries: (value: unknown): [string, unknown][] => (value && typeof value === 'object' ? Object.entries(value) : []),
+  /** A dumped value, or plain JSON (a log line's context), as a tree that unfolds: see value-tree.ts. */
+  tree: (node: ValueNode, scope: string, open?: number) => valueTree(node, scope, open),
+  jsonTree: (value: unknown, scope: string, open?: number) => valueTree(jsonNode(value), scope, open),
   scalar: (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value, null, 2) ?? String(value)),
 };
 

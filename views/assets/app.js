@@ -64,6 +64,27 @@
       }
     });
 
+    // The dumps panel's search: the dumps that hold the text stay, unfolded where it is.
+    var search = document.querySelector('[data-dump-search]');
+    if (search) {
+      search.addEventListener('input', function () {
+        var q = search.value.trim().toLowerCase();
+        var shown = 0;
+        document.querySelectorAll('[data-dump]').forEach(function (dump) {
+          var hit = !q || dump.textContent.toLowerCase().indexOf(q) >= 0;
+          dump.hidden = !hit;
+          if (hit) shown++;
+          if (!q || !hit) return;
+          dump.querySelectorAll('li, summary').forEach(function (el) {
+            if (el.textContent.toLowerCase().indexOf(q) < 0) return;
+            for (var d = el.parentElement; d && d !== dump; d = d.parentElement) if (d.tagName === 'DETAILS') d.open = true;
+          });
+        });
+        var none = document.querySelector('[data-dump-none]');
+        if (none) none.hidden = shown > 0;
+      });
+    }
+
     // The live list: rows from /_profiler/stream (Server-Sent Events), newest on top; paused, they wait.
     var live = document.querySelector('[data-live]');
     if (live && window.EventSource) {

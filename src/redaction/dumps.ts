@@ -1,0 +1,36 @@
+import type { Dump } from '../recording/dump.js';
+import type { ValueNode } from '../recording/snapshot-value.js';
+import { hide, REDACTED } from './hidden.js';
+import { isSecretKey, redactText } from './redact.js';
+
+/**
+ * Dumps as stored: every text under a key named like a secret hidden (a Map's key too), any
+ * other text redacted as text is (a password in a URL, `token=…`), an error's message and stack
+ * too. The record's gate then hides, here as everywhere, what any other panel hid.
+ */
+export function redactDumps(dumps: Dump[], keys: string[]): Dump[] {
+  return dumps.map((d) => ({ ...d, label: d.label === undefined ? undefined : redactText(d.label, keys), value: redactNode(d.value, keys, false) }));
+}
+
+function redactNode(node: ValueNode, keys: string[], secret: boolean): ValueNode {
+  switch (node.k) {
+    case 'string': {
+      if (secret && node.v !== '') return { k: 'string', v: hide(node.v), n: REDACTED.length };
+      const v = redactText(node.v, keys);
+      return v === node.v ? node : { ...node, v };
+    }
+    case 'object': case 'array': case 'map': case 'set': case 'error':
+      return {
+        ...node,
+        ...(node.v === undefined ? {} : { v: redactText(node.v, keys) }),
+        ...(node.stack === undefined ? {} : { stack: redactText(node.stack, keys) }),
+        e: node.e.map(([key, value]) => {
+          const name = typeof key === 'string' ? (node.k === 'object' || node.k === 'error' ? key : '') : key.k === 'string' ? key.v : '';
+          const under = secret || (name !== '' && isSecretKey(name, keys));
+          return [typeof key === 'string' ? key : redactNode(key, keys, false), redactNode(value, keys, under)];
+        }),
+      };
+    default:
+      return node;
+  }
+}
