@@ -4,6 +4,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHROMIUM, launch, openPage, shot } from './browser.js';
 import { readRows, startFixture, tempDb, type FixtureApp } from './helpers.js';
+import { assertNoMissingTranslations, matchers, profileOf as testingProfileOf } from '../src/testing/index.js';
 
 const KEY = 'dumps-key';
 const SECRET = (pid: number) => `dump-secret-${pid}`;
@@ -125,6 +126,21 @@ describe.each([
     const page = await (await fetch(`${app.url}/_profiler/${de.headers.get('x-debug-token')}?panel=translations`, { headers: { 'x-profiler-secret': KEY } })).text();
     expect(page).toMatch(/Translations<\/span><span class="badge s-client" title="1 missing">1 missing/);
     expect(page.indexOf('no.such.key')).toBeLessThan(page.indexOf('only_en'));
+    // In the app's tests: the matcher and the assertion say which key is missing.
+    const read = { url: app.url, headers: { 'x-profiler-secret': KEY } };
+    const verdict = await matchers.toHaveNoMissingTranslations.call({}, await testingProfileOf(de, read));
+    expect(verdict.pass).toBe(false);
+    expect(verdict.message()).toContain('translation:no.such.key (de)');
+    await expect(assertNoMissingTranslations(await testingProfileOf(de, read))).rejects.toThrow(/1 missing translation/);
+  });
+
+  it('profileOf() gives a test the dumps, each as a tree and as text', async () => {
+    const res = await fetch(`${app.url}/dump`);
+    await res.text();
+    const profile = await testingProfileOf(res, { url: app.url, headers: { 'x-profiler-secret': KEY } });
+    expect(profile.dumps.map((d) => d.label)).toEqual(['the order', 'the big map']);
+    expect(profile.dumps[0].text).toMatch(/^<ref \*1> \{\n  order: <ref \*2> Order \{\n    id: 42,/);
+    expect(profile.dumps[1].text).toContain('… 999900 more');
   });
 
   it.skipIf(!CHROMIUM)('shows the dumps as trees that unfold and can be searched, light and dark, 390 and 1280 px', async () => {
@@ -150,6 +166,14 @@ describe.each([
         await shot(page, `dumps-${shortName}-${scheme}-${width}`, false);
         await page.goto(`${app.url}/_profiler/${(await (await fetch(`${app.url}/greet?lng=de&name=Ada`)).headers.get('x-debug-token'))}?panel=translations`);
         await shot(page, `translations-${shortName}-${scheme}-${width}`, false);
+        // The page that dumped: the toolbar counts the dumps and lists them in its popup.
+        await page.goto(`${app.url}/dump`);
+        const item = page.locator('#wp-wdt .wp-wdt-dumps > summary');
+        await item.waitFor({ timeout: 30_000 });
+        expect(await item.textContent()).toMatch(/Dumps\s*2/);
+        await item.click();
+        expect(await page.locator('#wp-wdt .wp-wdt-pop').textContent()).toContain('the order');
+        await shot(page, `dumps-toolbar-${shortName}-${scheme}-${width}`, false);
         expect(errors).toEqual([]);
         await page.context().close();
       }
