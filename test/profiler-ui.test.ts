@@ -163,7 +163,7 @@ describe('one profile', () => {
     expect(res.status).toBe(404);
     const page = await res.text();
     expect(page).toContain('There is no panel &quot;&lt;script&gt;&quot;');
-    expect(page).toContain('Available panels: request, response, security, graphql, exception, logs, performance, db, http_client, cache, views, mail, jobs, ai, cpu, routing, config.');
+    expect(page).toContain('Available panels: request, response, security, graphql, exception, logs, dumps, performance, db, http_client, cache, views, translations, mail, jobs, ai, cpu, routing, config.');
   });
 
   it('latest opens the newest profile, keeping the panel', async () => {
