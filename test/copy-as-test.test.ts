@@ -1,7 +1,7 @@
 import express from 'express';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webProfiler } from '../src/index.js';
@@ -47,7 +47,7 @@ writeFileSync(path.join(dir, 'vitest.config.mjs'), "export default { test: { inc
 const RUN = {
   node: (file: string) => [process.execPath, ['--test', file]],
   vitest: (file: string) => [process.execPath, [path.resolve('node_modules/vitest/vitest.mjs'), 'run', path.basename(file), '--root', dir, '--config', path.join(dir, 'vitest.config.mjs')]],
-  jest: (file: string) => [process.execPath, [path.resolve('node_modules/jest/bin/jest.js'), '--rootDir', dir, '--testMatch', '**/*.test.cjs', '--ci', path.basename(file)]],
+  jest: (file: string) => [process.execPath, [path.resolve('node_modules/jest/bin/jest.js'), '--rootDir', dir, '--ci', path.basename(file)]],
 } as const;
 
 describe.each(['node', 'vitest', 'jest'] as const)('a refused sign-in as a %s test', (runner) => {
@@ -59,7 +59,7 @@ describe.each(['node', 'vitest', 'jest'] as const)('a refused sign-in as a %s te
     expect(made.status).toBe(200);
     // A download no page can run as a script.
     expect(made.headers.get('content-type')).toBe('text/plain; charset=utf-8');
-    expect(made.headers.get('content-disposition')).toMatch(/^attachment; filename="[0-9a-f]+\.test\.(mjs|cjs)"$/);
+    expect(made.headers.get('content-disposition')).toMatch(/^attachment; filename="[0-9a-f]+\.test\.m?js"$/);
     const text = await made.text();
     expect(text).not.toContain(WRONG);
     expect(text).not.toContain(BEARER);
@@ -67,7 +67,7 @@ describe.each(['node', 'vitest', 'jest'] as const)('a refused sign-in as a %s te
     expect(text).toContain('assert.deepEqual(body.message, "Wrong password.");');
     // The id and the time vary from run to run: checked by type.
     expect(text).toContain('assert.equal(typeof body.requestId, "string");');
-    const file = path.join(dir, `${runner}-${Date.now()}.test.${runner === 'jest' ? 'cjs' : 'mjs'}`);
+    const file = path.join(dir, `${runner}-${Date.now()}.test.${runner === 'jest' ? 'js' : 'mjs'}`);
     writeFileSync(file, text);
     // In a process of its own, while this one serves the app: never a synchronous spawn here.
     const run = () => new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
@@ -141,5 +141,36 @@ describe('a replayed body is the recorded one, byte for byte', () => {
     // It took 3 to 7 s a panel before: a ceiling far above what it takes, far below that.
     expect(took).toBeLessThan(1500);
     expect(Math.max(...pinged)).toBeLessThan(1000);
+  });
+});
+
+describe.each(['node', 'vitest', 'jest'] as const)('a %s test saved under its suggested name', (runner) => {
+  it.each(['CommonJS', 'ES module'])('runs with the line it prints, in a fresh %s project of the runner\'s defaults', async (kind) => {
+    acceptAll = false;
+    const refused = await fetch(`${server.url}/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'ada', password: WRONG }) });
+    await refused.text();
+    profiler.flush();
+    const made = await fetch(`${server.url}/_profiler/${refused.headers.get('x-debug-token')}/test?runner=${runner}`);
+    const name = /filename="([^"]+)"/.exec(made.headers.get('content-disposition') ?? '')![1];
+    const text = await made.text();
+    // A project with nothing but the runner installed: no config, the package's own type.
+    const project = path.join(dir, `fresh-${runner}-${kind === 'CommonJS' ? 'cjs' : 'esm'}`);
+    mkdirSync(project, { recursive: true });
+    writeFileSync(path.join(project, 'package.json'), JSON.stringify(kind === 'CommonJS' ? { name: 'fresh' } : { name: 'fresh', type: 'module' }));
+    symlinkSync(path.resolve('node_modules'), path.join(project, 'node_modules'));
+    writeFileSync(path.join(project, name), text);
+    const line = /^\/\/ Run it against the app: (.+)$/m.exec(text)![1];
+    expect(line).toContain(name);
+    const { VITEST: _v, VITEST_WORKER_ID: _w, VITEST_POOL_ID: _p, NODE_ENV: _n, ...shell } = process.env;
+    const run = await new Promise<{ status: number | null; output: string }>((resolve, reject) => {
+      const child = spawn('sh', ['-c', line], { cwd: project, env: { ...shell, PATH: `${path.dirname(process.execPath)}:${shell.PATH}` } });
+      let output = '';
+      child.stdout.on('data', (c: Buffer) => (output += c));
+      child.stderr.on('data', (c: Buffer) => (output += c));
+      child.on('error', reject);
+      child.on('close', (status) => resolve({ status, output }));
+    });
+    expect(run.status, run.output).toBe(0);
+    expect(run.output).toMatch(/pass|passed|✓/i);
   });
 });

@@ -14,14 +14,15 @@ const holding = (() => {
 })();
 
 /**
- * A function with a name of its own that burns CPU for about `ms`. The clock is read once every
- * 1,024 numbers: read on each, performance.now() itself took about half the samples, and on a
- * loaded machine came out on top.
+ * A function with a name of its own that tests `thousands` × 1,000 numbers for primes: a fixed
+ * amount of work (about 10 ms a thousand here, idle), which a busy machine makes take longer and
+ * so be sampled more, never less. It reads no clock: a burn until a time is shorter in CPU the
+ * busier the machine, and performance.now() itself then comes out on top.
  */
-function burnPrimes(ms: number): number {
-  const until = performance.now() + ms;
+function burnPrimes(thousands: number): number {
+  const limit = 2 + thousands * 1000;
   let found = 0;
-  for (let n = 2; (n & 1023) !== 0 || performance.now() < until; n++) {
+  for (let n = 2; n < limit; n++) {
     let prime = true;
     for (let d = 2; d * d <= n; d++) if (n % d === 0) { prime = false; break; }
     if (prime) found++;
@@ -35,19 +36,19 @@ beforeAll(async () => {
   const e = express();
   e.use(profiler);
   e.get('/burn', async (req, res) => {
-    const primes = burnPrimes(Number(req.query.ms ?? 120));
+    const primes = burnPrimes(Number(req.query.k ?? 120));
     await new Promise((r) => setTimeout(r, Number(req.query.wait ?? 0)));
     res.json({ primes });
   });
   // Profiles until the test lets it answer: a second ask comes while it surely runs.
   e.get('/hold', async (_req, res) => {
-    const primes = burnPrimes(30);
+    const primes = burnPrimes(300);
     holding.started();
     await holding.released;
     res.json({ primes });
   });
   // Handlers of their own, each run once: a handler V8 has optimized may have burnPrimes inlined into it, and then its samples are the handler's.
-  for (const path of ['/burn-top', '/burn-cli']) e.get(path, (req, res) => res.json({ primes: burnPrimes(Number(req.query.ms)) }));
+  for (const path of ['/burn-top', '/burn-cli']) e.get(path, (req, res) => res.json({ primes: burnPrimes(Number(req.query.k)) }));
   app = await listen(e);
 });
 
@@ -65,7 +66,7 @@ async function cpuOf(res: Response) {
 
 describe('CPU profile on demand', () => {
   it('profiles a request that asks: the function that burns is on top of the self time, and in the flame graph', async () => {
-    const data = await cpuOf(await fetch(`${app.url}/burn-top?ms=150`, { headers: { 'x-debug-profile': 'cpu' } }));
+    const data = await cpuOf(await fetch(`${app.url}/burn-top?k=1500`, { headers: { 'x-debug-profile': 'cpu' } }));
     expect(data.samples).toBeGreaterThan(20);
     expect(data.interval).toBeGreaterThan(0.5);
     const top = data.functions[0];
@@ -85,7 +86,7 @@ describe('CPU profile on demand', () => {
   });
 
   it('does not profile a request that does not ask', async () => {
-    const res = await fetch(`${app.url}/burn?ms=20`);
+    const res = await fetch(`${app.url}/burn?k=200`);
     await res.text();
     profiler.flush();
     const profile = await (await fetch(`${app.url}/_profiler/${res.headers.get('x-debug-token')}`, { headers: { accept: 'application/json' } })).json();
@@ -96,7 +97,7 @@ describe('CPU profile on demand', () => {
   it('profiles one request at a time: a second ask is told, and the first says others ran', async () => {
     const first = fetch(`${app.url}/hold`, { headers: { 'x-debug-profile': 'cpu' } });
     await holding.hasStarted;
-    const b = await cpuOf(await fetch(`${app.url}/burn?ms=10`, { headers: { 'x-debug-profile': 'cpu' } }));
+    const b = await cpuOf(await fetch(`${app.url}/burn?k=100`, { headers: { 'x-debug-profile': 'cpu' } }));
     holding.release();
     const a = await cpuOf(await first);
     expect(b).toEqual({ busy: true, others: 0 });
@@ -106,20 +107,20 @@ describe('CPU profile on demand', () => {
 
   it('ignores the ask of a client the access check does not let in', async () => {
     // Proxied from elsewhere without the secret: not plainly local.
-    const data = await cpuOf(await fetch(`${app.url}/burn?ms=20`, { headers: { 'x-debug-profile': 'cpu', 'x-forwarded-for': '203.0.113.9' } }));
+    const data = await cpuOf(await fetch(`${app.url}/burn?k=200`, { headers: { 'x-debug-profile': 'cpu', 'x-forwarded-for': '203.0.113.9' } }));
     expect(data).toBeNull();
-    const allowed = await cpuOf(await fetch(`${app.url}/burn?ms=20`, { headers: { 'x-debug-profile': 'cpu', 'x-forwarded-for': '203.0.113.9', 'x-profiler-secret': 'the-secret' } }));
+    const allowed = await cpuOf(await fetch(`${app.url}/burn?k=200`, { headers: { 'x-debug-profile': 'cpu', 'x-forwarded-for': '203.0.113.9', 'x-profiler-secret': 'the-secret' } }));
     expect(allowed.samples).toBeGreaterThan(0);
   });
 
   it('asks through the one-shot cookie, which the profiled response clears', async () => {
-    const res = await fetch(`${app.url}/burn?ms=20`, { headers: { cookie: 'theme=dark; _wp_profile=cpu' } });
+    const res = await fetch(`${app.url}/burn?k=200`, { headers: { cookie: 'theme=dark; _wp_profile=cpu' } });
     expect(res.headers.get('set-cookie')).toBe('_wp_profile=; Path=/; Max-Age=0; SameSite=Strict');
     expect((await cpuOf(res)).samples).toBeGreaterThan(0);
   });
 
   it('downloads a valid .cpuprofile, and the CLI prints the top functions', async () => {
-    const res = await fetch(`${app.url}/burn-cli?ms=80`, { headers: { 'x-debug-profile': 'cpu' } });
+    const res = await fetch(`${app.url}/burn-cli?k=800`, { headers: { 'x-debug-profile': 'cpu' } });
     await res.text();
     profiler.flush();
     const token = res.headers.get('x-debug-token')!;
@@ -129,7 +130,7 @@ describe('CPU profile on demand', () => {
     expect(Array.isArray(raw.nodes) && Array.isArray(raw.samples) && Array.isArray(raw.timeDeltas)).toBe(true);
     expect(raw.endTime).toBeGreaterThan(raw.startTime);
     expect(raw.nodes[0].callFrame.functionName).toBe('(root)');
-    expect((await fetch(`${app.url}/_profiler/${(await cpuOf(await fetch(`${app.url}/burn?ms=1`))) ?? 'abcdef'}/cpu.cpuprofile`)).status).toBe(404);
+    expect((await fetch(`${app.url}/_profiler/${(await cpuOf(await fetch(`${app.url}/burn?k=10`))) ?? 'abcdef'}/cpu.cpuprofile`)).status).toBe(404);
     const lines: string[] = [];
     expect(await run(['show', token, '--cpu', '--db', database], { out: (l) => lines.push(l), err: (l) => lines.push(l) }, {})).toBe(0);
     // The CLI's own job: the top functions, by self time, each with its place. (Which name the burning

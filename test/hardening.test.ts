@@ -203,24 +203,19 @@ describe('5 and 7. large bodies and storage that is down stay within bounds', ()
     expect(JSON.stringify(stored.json).length).toBeLessThan(4096 + 64);
   });
 
-  it('with storage down, waiting profiles are bounded in bytes, drops are told, and requests and pages stay fast', async () => {
+  it('with storage down, waiting profiles are bounded in bytes, drops are told, and requests and pages answer', async () => {
     const database = tempDir();
     const megabyte = JSON.stringify({ blob: 'z'.repeat(1024 * 1024) });
     const { url, profiler, errors } = await serve((app) => {
       app.get('/mb', (_req, res) => res.type('json').send(megabyte));
     }, { database, bodyLimit: 2 * 1024 * 1024 });
-    let slowest = 0;
+    // The store never opens in this test: a request or a page that waited for it would never
+    // answer (the test's own timeout is the ceiling), so each answer is the proof.
     for (let i = 0; i < 90; i++) {
-      const started = performance.now();
       const res = await fetch(`${url}/mb`);
       expect((await res.text()).length).toBe(megabyte.length);
-      slowest = Math.max(slowest, performance.now() - started);
     }
-    const page = performance.now();
     expect((await fetch(`${url}/_profiler/`)).status).toBe(503);
-    // Generous ceilings: what they catch is a request or page that waits for a store that cannot open.
-    expect(performance.now() - page).toBeLessThan(5000);
-    expect(slowest).toBeLessThan(5000);
     profiler.flush();
     expect(errors.join('\n')).toMatch(/cannot open profiler storage/);
     expect(errors.join('\n')).toMatch(/behind|dropped/);

@@ -79,7 +79,7 @@ export function asTest(r: Replayable, answered: Answered, runner: Runner, served
   const head = runner === 'jest'
     ? ["const assert = require('node:assert/strict');"]
     : [runner === 'node' ? "import { test } from 'node:test';" : "import { test } from 'vitest';", "import assert from 'node:assert/strict';"];
-  const run = runner === 'node' ? `node --test ${token}.test.mjs` : runner === 'vitest' ? `npx vitest run ${token}.test.mjs` : `npx jest ${token}.test.cjs`;
+  const run = runner === 'node' ? `node --test ${fileOf(token, runner)}` : runner === 'vitest' ? `npx vitest run ${fileOf(token, runner)}` : `npx jest ${fileOf(token, runner)}`;
   // Vite (so vitest) sets BASE_URL to its own base path, '/': there, APP_URL says where the app is.
   const variable = runner === 'vitest' ? 'APP_URL' : 'BASE_URL';
   const lines = [
@@ -105,6 +105,13 @@ export function asTest(r: Replayable, answered: Answered, runner: Runner, served
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * The name a runner finds by default, in a CommonJS and an ES module project alike: jest's default
+ * testMatch has no `.cjs`, and jest runs a `.js` test as CommonJS whatever the package's type
+ * (the file requires); node --test and vitest take `.mjs`.
+ */
+const fileOf = (token: string, runner: Runner) => `${token}.test.${runner === 'jest' ? 'js' : 'mjs'}`;
+
 /** The path and query of a recorded URL, whatever its origin. */
 function recordedPath(recorded: string): string {
   try {
@@ -128,5 +135,5 @@ export function testOf(profile: Profile, runner: Runner, served: string | undefi
   const target = replayOf(profile);
   if (target === undefined) return undefined;
   const response = profile.collectors.response as { body?: BodyData } | undefined;
-  return { file: `${profile.token}.test.${runner === 'jest' ? 'cjs' : 'mjs'}`, text: asTest(target, { status: profile.status, body: response?.body }, runner, served, profile.token) };
+  return { file: fileOf(profile.token, runner), text: asTest(target, { status: profile.status, body: response?.body }, runner, served, profile.token) };
 }
