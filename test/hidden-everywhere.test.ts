@@ -10,6 +10,7 @@ import nodemailer from 'nodemailer';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { webProfiler, type WebProfiler } from '../src/index.js';
+import Database from './fixtures/better-sqlite3.cjs';
 import { startProvider, type Provider } from './fixtures/ai-provider.js';
 import { listen, readRows, tempDb, type Running } from './helpers.js';
 
@@ -252,5 +253,51 @@ describe('what an error, a validation or a check was handed keeps nothing anothe
     expect(check(refused).reason).toBe('unknown token [redacted]');
     const all = stored();
     for (const secret of [BASIC, USER_TOKEN]) expect(all).not.toContain(secret);
+  });
+});
+
+/** Redaction decides by what a name means, both ways: a secret under a harmless key is hidden, a harmless value under a secret-looking name is not. */
+describe('a name read for what it means', () => {
+  const TOKEN = `simplefin-${process.pid}-Tk9z`;
+  let db: string;
+  let app: Running;
+  let own: WebProfiler;
+  beforeAll(async () => {
+    db = tempDb();
+    own = webProfiler({ database: db, onError: () => {} });
+    const store = new Database(`${db}.app.sqlite`);
+    store.exec('CREATE TABLE settings (auth_method TEXT, data TEXT)');
+    const e = express();
+    e.use(own);
+    e.use(express.json());
+    e.post('/connect', (req, res) => {
+      const { auth_method: method, accounts } = req.body as { auth_method: string; accounts: unknown[] };
+      store.prepare('INSERT INTO settings (auth_method, data) VALUES (?, ?)').run(method, JSON.stringify(accounts));
+      res.json({ rows: store.prepare("SELECT count(*) AS n FROM settings WHERE auth_method = 'password'").get() });
+    });
+    e.use(own.notFound);
+    e.use(own.errorHandler);
+    app = await listen(e);
+  });
+  afterAll(async () => {
+    await app?.close();
+    own?.close();
+  });
+
+  it('a `{ name, value }` pair named like a secret is hidden, in the body and a statement\'s JSON; `auth_method` keeps its value; the profile\'s own token shows', async () => {
+    const res = await fetch(`${app.url}/connect`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ auth_method: 'password', accounts: [{ name: 'simplefin_token', value: TOKEN }] }) });
+    expect(res.status).toBe(200);
+    const missing = await fetch(`${app.url}/nowhere`, { headers: { accept: 'application/json' } });
+    expect(missing.status).toBe(404);
+    own.flush();
+    const row = (r: globalThis.Response) => readRows(db).find((x) => x.token === r.headers.get('x-debug-token'))!;
+    const c = row(res).collectors;
+    expect(c.request.body.json).toEqual({ auth_method: 'password', accounts: [{ name: 'simplefin_token', value: '[redacted]' }] });
+    const [insert, select] = c.db.queries;
+    expect(insert.params).toEqual(['password', '[{"name":"simplefin_token","value":"[redacted]"}]']);
+    expect(select.sql).toContain("auth_method = 'password'");
+    // The profiler's own answer names the profile by its token: shown, not taken for a secret.
+    expect(row(missing).collectors.response.body.json.token).toBe(missing.headers.get('x-debug-token'));
+    expect(readFileSync(db).toString('latin1') + JSON.stringify(readRows(db))).not.toContain(TOKEN);
   });
 });

@@ -21,10 +21,15 @@ const MOST = 500;
 const COMMON = new Set(['true', 'false', 'null', 'undefined', 'none', 'yes', 'no', REDACTED, '[object Object]']);
 
 let collecting: Set<string> | undefined;
+/** What the record being made shows whatever a key says of it: its own token (a `token` field of the profiler's problem+json). */
+let shownAnyway: (string | null | undefined)[] = [];
 
 /** Note `value` as hidden in the record being made (if one is), and give what stands in its place. */
 export function hide(value: unknown, instead: string = REDACTED): string {
-  if (collecting !== undefined && typeof value === 'string') noteHidden(value);
+  if (collecting !== undefined && typeof value === 'string') {
+    if (shownAnyway.includes(value)) return value;
+    noteHidden(value);
+  }
   return instead;
 }
 
@@ -56,15 +61,17 @@ export function hideData(value: unknown, instead: string): string {
  * whatever a redaction made of them (its own token: a body's `token` field may repeat it).
  */
 export function noting<T>(make: () => T, shown: (string | null | undefined)[] = []): { made: T; hidden: HiddenValues } {
-  const outer = collecting;
+  const [outer, outerShown] = [collecting, shownAnyway];
   const set = new Set<string>();
   collecting = set;
+  shownAnyway = shown;
   try {
     const made = make();
     for (const value of shown) if (value) set.delete(value);
     return { made, hidden: new HiddenValues(set) };
   } finally {
     collecting = outer;
+    shownAnyway = outerShown;
   }
 }
 

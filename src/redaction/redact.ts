@@ -21,7 +21,10 @@ const MAX_REMEMBERED = 2_000;
  * Whether a field, parameter or header name is a secret's: it holds one of `keys` as a word of
  * its own (`auth`, `authToken`, `x-auth-token`, `AUTH_KEY`; not `author`, `authority`). Keys of
  * five characters or more (`password`, `token`, `secret`) also count inside a longer word
- * (`userpassword`, `accesstoken`), where nothing else reads like them.
+ * (`userpassword`, `accesstoken`), where nothing else reads like them. A name is read for what it
+ * means: where the word after the secret's says it names something about it (`auth_method`,
+ * `token_type`, `password_reset_at`), it holds no secret; `session_id`, `password_hash`,
+ * `password_confirmation` still do.
  */
 export const isSecretKey = (key: string, keys: string[]): boolean => {
   let known = answered.get(keys);
@@ -30,13 +33,44 @@ export const isSecretKey = (key: string, keys: string[]): boolean => {
   if (secret === undefined) {
     const k = key.toLowerCase();
     let words: string[] | undefined;
-    secret = keys.some((s) => k.includes(s) && (s.length >= WHOLE_WORD_BELOW || (words ??= wordsOf(key)).includes(s)));
+    secret = keys.some((s) => k.includes(s) && (s.length >= WHOLE_WORD_BELOW || (words ??= wordsOf(key)).includes(s))) && !aboutTheSecret(words ?? wordsOf(key), keys);
     // Names an app makes up per request (ids as keys) would grow it without end: start again.
     if (known.size >= MAX_REMEMBERED) known.clear();
     known.set(key, secret);
   }
   return secret;
 };
+
+/**
+ * Words that, right after the secret's, make a name about the secret rather than the secret
+ * itself: how it is sent, when it expires, whether it is set. Never `id`, `key`, `hash`, `value`,
+ * `header`: `session_id`, `auth_header` hold one.
+ */
+const ABOUT = new Set(['method', 'methods', 'type', 'types', 'kind', 'mode', 'scheme', 'strategy', 'provider', 'source', 'format', 'version', 'policy', 'strength', 'hint', 'required', 'enabled', 'disabled', 'set', 'changed', 'updated', 'reset', 'expires', 'expiry', 'expiration', 'exp', 'at', 'time', 'date', 'timestamp', 'ttl', 'length', 'len', 'count', 'status', 'url', 'uri', 'endpoint', 'level']);
+
+/**
+ * Whether every place a secret's key stands in the name's words is followed by a word of ABOUT:
+ * then the name is about the secret (`auth_method`), not the secret.
+ */
+function aboutTheSecret(words: string[], keys: string[]): boolean {
+  let met = false;
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i];
+    const at = keys.some((s) => w === s || (s.length >= WHOLE_WORD_BELOW && w.includes(s)) || endsSequence(words, i, s));
+    if (!at) continue;
+    met = true;
+    if (!ABOUT.has(words[i + 1] ?? '')) return false;
+  }
+  return met;
+}
+
+/** Whether a key of several words (`api_key`, `private-key`) ends at word i of the name. */
+function endsSequence(words: string[], i: number, key: string): boolean {
+  if (!/[^a-z0-9]/.test(key)) return false;
+  const parts = key.split(/[^a-z0-9]+/).filter(Boolean);
+  if (parts.length > i + 1) return false;
+  return parts.every((part, j) => words[i - parts.length + 1 + j] === part);
+}
 
 /** Keys shorter than this are matched as whole words only: `auth` is not in `author`. */
 const WHOLE_WORD_BELOW = 5;

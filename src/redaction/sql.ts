@@ -291,6 +291,8 @@ type ByValue = (value: unknown, index: number | undefined, name: string | undefi
 function redactParams(params: unknown, hidden: RedactedStatement['hidden'], keys: string[], byValue: ByValue): unknown {
   if (params === undefined) return undefined;
   const copy = redactValue(params, keys);
+  if (Array.isArray(copy)) for (let i = 0; i < copy.length; i++) copy[i] = jsonParam(copy[i], keys);
+  else if (isNamed(copy)) for (const name of Object.keys(copy)) copy[name] = jsonParam(copy[name], keys);
   const hideIn = (list: unknown[]) => list.map((v, i) => {
     if (v == null) return v;
     if (hidden.indexes.includes(i)) return hide(v);
@@ -319,6 +321,22 @@ function hideNamed(values: Record<string, unknown>, hidden: RedactedStatement['h
     }
   }
   return values;
+}
+
+/**
+ * A parameter that is JSON text (a column of JSON: `[{"name":"api_token","value":"…"}]`),
+ * redacted as the value it holds, as a body's fields are, and written back as JSON text.
+ */
+function jsonParam(param: unknown, keys: string[]): unknown {
+  if (typeof param !== 'string' || !/^\s*[[{]/.test(param) || param.length > 64 * 1024) return param;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(param);
+  } catch {
+    return param;
+  }
+  const redacted = JSON.stringify(redactValue(parsed, keys));
+  return redacted === JSON.stringify(parsed) ? param : redacted;
 }
 
 /** A value as SQL: what the runnable statement has in the placeholder's place, or undefined to leave the placeholder. */
