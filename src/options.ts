@@ -45,6 +45,12 @@ export interface ProfilerOptions {
    */
   trustLocal?: boolean;
   /**
+   * notFound answers a path that has routes for other methods with 405 Method Not Allowed and an
+   * Allow header. Default: off, a 404 as bare Express answers it (the debug page names the
+   * methods the path has).
+   */
+  methodNotAllowed?: boolean;
+  /**
    * The app's host names besides loopback ones: a trusted local client may use them (DNS rebinding
    * guard), and the key presented on one of the app's hosts is carried on to these, so that it
    * opens the profiler and the toolbar on each.
@@ -103,6 +109,7 @@ export interface ResolvedOptions {
   /** Where a key the profiler made is kept; undefined when it lives in this process only. */
   keyFile?: string;
   trustLocal: boolean;
+  methodNotAllowed: boolean;
   allowedHosts: string[];
   editorLink: string | undefined;
   onError: (message: string) => void;
@@ -171,6 +178,7 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
     secret: options.secret ?? (env.WEB_PROFILER_SECRET || undefined),
     keyMade: false,
     trustLocal: options.trustLocal ?? env.WEB_PROFILER_TRUST_LOCAL === '1',
+    methodNotAllowed: options.methodNotAllowed ?? false,
     allowedHosts: (options.allowedHosts ?? []).map((h) => h.toLowerCase()),
     editorLink: options.editorLink,
     onError: options.onError ?? ((message) => process.stderr.write(`[web-profiler] ${message}\n`)),

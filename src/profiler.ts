@@ -326,7 +326,7 @@ function assemble(options: ResolvedOptions, recording?: Recording): WebProfiler 
 
   const handleErrors = errorHandler(options);
   return Object.assign(middleware, {
-    notFound: notFound(options.debug ? handleErrors : undefined),
+    notFound: notFound(options.debug ? handleErrors : undefined, options.methodNotAllowed),
     errorHandler: handleErrors,
     options,
     store: () => recording?.store(),

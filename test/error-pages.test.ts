@@ -108,11 +108,31 @@ describe('not found', () => {
     expect(res.headers.get('allow')).toBeNull();
   });
 
-  it('answers 405 with Allow for a path that exists for other methods', async () => {
+  it('answers 404, as bare Express does, for a path that exists for other methods, and names them', async () => {
     const res = await fetch(`${dev.url}/items`, { method: 'DELETE', headers: text });
-    expect(res.status).toBe(405);
-    expect(res.headers.get('allow')).toBe('GET, HEAD');
-    expect(await res.text()).toContain(`No route found for "DELETE ${dev.url}/items": Method Not Allowed (Allow: GET, HEAD)`);
+    expect(res.status).toBe(404);
+    expect(res.headers.get('allow')).toBeNull();
+    expect(await res.text()).toContain(`No route found for "DELETE ${dev.url}/items": the path answers GET, HEAD`);
+  });
+
+  it('with methodNotAllowed, answers 405 with Allow, also through the app\'s own error handler', async () => {
+    const built = buildApp({ methodNotAllowed: true });
+    const own = express();
+    own.use(built.profiler);
+    own.get('/items', (_req, res) => res.send('items'));
+    own.use(built.profiler.notFound);
+    own.use((err: { status: number }, _req: express.Request, res: express.Response, _next: express.NextFunction) => res.status(err.status).json({ error: err.status }));
+    const [debug, apps] = await Promise.all([listen(built.app), listen(own)]);
+    try {
+      const res = await fetch(`${debug.url}/items`, { method: 'DELETE', headers: text });
+      expect(res.status).toBe(405);
+      expect(res.headers.get('allow')).toBe('GET, HEAD');
+      expect(await res.text()).toContain(`No route found for "DELETE ${debug.url}/items": Method Not Allowed (Allow: GET, HEAD)`);
+      const answered = await fetch(`${apps.url}/items`, { method: 'DELETE', headers: { accept: 'application/json' } });
+      expect([answered.status, answered.headers.get('allow'), await answered.json()]).toEqual([405, 'GET, HEAD', { error: 405 }]);
+    } finally {
+      await Promise.all([debug.close(), apps.close()]);
+    }
   });
 });
 
@@ -305,6 +325,12 @@ describe('notFound without the profiler\'s errorHandler: what is passed on says 
         expect(b.body).toContain('Cannot GET /x%20y/z');
         expect(o.body).toBe('Cannot GET /x%20y/z');
         for (const leak of ['ref.example.test', 'node_modules', '/src/', 'NotFoundError']) expect(m.body + o.body).not.toContain(leak);
+        // A wrong method on a path the app serves: bare Express's 404, not a 405 of the profiler's.
+        const wrong = async (base: string) => {
+          const res = await fetch(`${base}/here`, { method: 'PUT', headers: { accept } });
+          return { status: res.status, allow: res.headers.get('allow'), body: await res.text() };
+        };
+        expect(await wrong(mounted.url), accept).toEqual(await wrong(bare.url));
       }
     } finally {
       await Promise.all([bare.close(), mounted.close(), own.close()]);

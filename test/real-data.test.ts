@@ -105,10 +105,10 @@ describe('compressed response bodies are shown decoded', () => {
   });
 });
 
-describe('notFound with the app\'s own error handling', () => {
+describe('notFound with the app\'s own error handling (405s asked for: methodNotAllowed)', () => {
   for (const [name, make] of [['Express 5', express], ['Express 4', express4]] as const) {
     it(`${name}: a catch-all GET route makes no other method a 405; a real 405 keeps its status and Allow through a handler that makes errors 500s`, async () => {
-      const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+      const profiler = webProfiler({ database: tempDb(), onError: () => {}, methodNotAllowed: true });
       profilers.push(profiler);
       const app = make();
       app.use(profiler);
@@ -131,7 +131,7 @@ describe('notFound with the app\'s own error handling', () => {
     });
 
     it(`${name}: a path that sub-apps mounted in the app (and in them) have for other methods is a 405 with their Allow`, async () => {
-      const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+      const profiler = webProfiler({ database: tempDb(), onError: () => {}, methodNotAllowed: true });
       profilers.push(profiler);
       const app = make();
       const api = make();

@@ -7,12 +7,13 @@ import { allowedMethods } from './routes.js';
 
 /**
  * What Symfony's router does on a miss: try the path with its trailing slash toggled (301 for
- * GET and HEAD), then 405 with Allow when the path exists for other methods, else 404 with
- * `No route found for "GET http://host/path"`. A browser gets the debug page at once (in debug
- * mode); any other client's error goes on to the app's error handlers, which answer in the app's
- * own shape, and the status stays the 404 or 405 (see keepStatus).
+ * GET and HEAD), else 404 with `No route found for "GET http://host/path"`. A path that has
+ * routes for other methods is a 404 too, as bare Express answers it, its message naming them;
+ * with `methodNotAllowed`, a 405 that always carries Allow. A browser gets the debug page at
+ * once (in debug mode); any other client's error goes on to the app's error handlers, which
+ * answer in the app's own shape, and the status stays the 404 or 405 (see keepStatus).
  */
-export function notFound(debugPage: ErrorRequestHandler | undefined): RequestHandler {
+export function notFound(debugPage: ErrorRequestHandler | undefined, methodNotAllowed = false): RequestHandler {
   const fail = (err: HttpError, req: Request, res: Response, next: (err: unknown) => void) => {
     if (debugPage !== undefined && preferredFormat(req) === 'html') return debugPage(err, req, res, next);
     keepStatus(res, err);
@@ -40,6 +41,9 @@ export function notFound(debugPage: ErrorRequestHandler | undefined): RequestHan
     // OPTIONS on a path that has routes is the router's to answer (200 with Allow), as it does bare.
     if (method === 'OPTIONS' && allowed.length > 0) return next();
     if (allowed.length > 0 && !passedOn) {
+      if (!methodNotAllowed) return fail(new NotFoundError(`${noRouteMessage(req)}: the path answers ${allowed.join(', ')}`), req, res, next);
+      // RFC 9110: a 405 names the methods the path has, whoever writes the answer.
+      if (!res.headersSent) res.setHeader('Allow', allowed.join(', '));
       fail(new MethodNotAllowedError(`${noRouteMessage(req)}: Method Not Allowed (Allow: ${allowed.join(', ')})`, allowed), req, res, next);
       return;
     }
