@@ -423,3 +423,37 @@ describe('recorder: mounted sub-apps', () => {
     expect(row.collectors.routing.route).toBe('/admin/page');
   });
 });
+
+describe('recorder: a body that did not parse', () => {
+  it('keeps the bytes it was sent (redacted as any body) and says why, where body-parser left req.body {}; a form is said to be one', async () => {
+    const database = tempDb();
+    const own = webProfiler({ database, onError: () => {} });
+    const app = express();
+    app.use(own);
+    app.use(express.json());
+    app.use(express.urlencoded({ extended: false }));
+    app.post('/json', (_req, res) => res.send('parsed'));
+    app.use((err: { status?: number }, _req: express.Request, res: express.Response, _next: express.NextFunction) => res.status(err.status ?? 500).send('bad body'));
+    const server = await listen(app);
+    try {
+      const broken = await fetch(`${server.url}/json`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"password":"hunter2-broken","note":' });
+      expect([broken.status, await broken.text()]).toEqual([400, 'bad body']);
+      const form = await fetch(`${server.url}/json`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'note=hello&password=hunter2-form' });
+      expect(await form.text()).toBe('parsed');
+      own.flush();
+      const rows = readRows(database);
+      const body = rows.find((r) => r.token === broken.headers.get('x-debug-token'))!.collectors.request.body;
+      expect(body).toMatchObject({ kind: 'text', contentType: 'application/json', size: 36 });
+      expect(body.text).toBe('{"password":"[redacted]","note":');
+      expect(body.unparsed).toMatch(/JSON/);
+      const page = await (await fetch(`${server.url}/_profiler/${broken.headers.get('x-debug-token')}?panel=request`)).text();
+      expect(page).toContain('It did not parse: ');
+      const formPage = await (await fetch(`${server.url}/_profiler/${form.headers.get('x-debug-token')}?panel=request`)).text();
+      expect(formPage).toContain('parsed as a form');
+      expect(JSON.stringify(rows)).not.toMatch(/hunter2-(broken|form)/);
+    } finally {
+      await server.close();
+      own.close();
+    }
+  });
+});

@@ -138,11 +138,12 @@ const DERIVED_HEADERS: [string, (summary: ProfileSummary) => string][] = [
 
 /** A body as described when it was stored: its content type is its message's unless it says another. */
 function bodyOf(stored: BodyData, given: string | undefined): BodyData {
-  const { size, kind, json, text, truncated, encoding } = stored;
+  const { size, kind, json, text, truncated, encoding, unparsed } = stored;
   const contentType = Object.hasOwn(stored, 'contentType') ? stored.contentType : given;
   // In the order describeBytes() gives them.
   const body: BodyData = { size, contentType, kind, ...(json !== undefined ? { json } : {}), ...(text !== undefined ? { text } : {}), truncated: truncated ?? false };
   if (encoding !== undefined) body.encoding = encoding;
+  if (unparsed !== undefined) body.unparsed = unparsed;
   return body;
 }
 

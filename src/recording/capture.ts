@@ -44,6 +44,8 @@ export interface Captured {
   query?: unknown;
   body?: unknown;
   bodyCut?: boolean;
+  /** Why the body did not parse (a body parser's message): its bytes are rawBody then. */
+  bodyUnparsed?: string;
   rawBody?: WireBody;
   secure: boolean;
   remoteAddress?: string;
@@ -148,7 +150,12 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
   let parsedBytes = 0;
   let size = 1024 + url.length + c.responseBody.text.length + (typeof head === 'string' ? head.length : 0);
   for (const h of c.rawHeaders) size += h.length;
-  if (typeof body === 'string') c.rawBody = wire(body, Buffer.byteLength(body), limit);
+  const unparsed = parseFailure(ctx.error);
+  if (unparsed !== undefined) {
+    // body-parser sets req.body to {} before it throws: what it was sent is on its error.
+    c.rawBody = wire(unparsed.body, Buffer.byteLength(unparsed.body), limit);
+    c.bodyUnparsed = unparsed.message;
+  } else if (typeof body === 'string') c.rawBody = wire(body, Buffer.byteLength(body), limit);
   else if (ArrayBuffer.isView(body)) c.rawBody = wire(body, body.byteLength, limit);
   else if (body !== undefined && (parsedBytes = smallParsed(req, limit)) > 0) {
     // What a parser made of a body no larger than the limit is about as large (a few times its bytes in memory): it crosses as it is.
@@ -249,6 +256,17 @@ export function captureCommand(ctx: WorkContext): Captured {
   };
   c.size = captureWork(ctx, c, 1024 + command.name.length);
   return c;
+}
+
+/** A body parser's failure to parse (body-parser's `entity.parse.failed`), with the text it was sent. */
+function parseFailure(error: unknown): { body: string; message: string } | undefined {
+  if (error === null || typeof error !== 'object') return undefined;
+  const e = error as { type?: unknown; body?: unknown; message?: unknown };
+  try {
+    return e.type === 'entity.parse.failed' && typeof e.body === 'string' ? { body: e.body, message: String(e.message) } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The length of a body read in whole from a request that said it was at most `limit` bytes long, else 0. */

@@ -23,6 +23,8 @@ export interface BodyData {
   /** Text preview (redacted), when the body is text. */
   text?: string;
   truncated: boolean;
+  /** Why it did not parse, as the body parser said: its text is what was received. */
+  unparsed?: string;
 }
 
 const TEXTUAL = /^(text\/|application\/(.*\+)?(json|xml|javascript|x-www-form-urlencoded|graphql)|image\/svg)/i;

@@ -409,6 +409,9 @@ export function httpDate(time: number): string {
 function requestBodyOf(c: Captured, options: RecordOptions): BodyData | undefined {
   const keys = options.redactKeys;
   const contentType = headerOf(c.rawHeaders, 'content-type');
+  if (c.bodyUnparsed !== undefined && c.rawBody !== undefined) {
+    return { ...describeBytes(rawOf(c.rawBody), 'text/plain', options.bodyLimit, keys), contentType, unparsed: redactText(c.bodyUnparsed, keys) };
+  }
   if (c.rawBody !== undefined) return describeBytes(rawOf(c.rawBody), contentType ?? 'text/plain', options.bodyLimit, keys);
   return describeParsed(c.body, c.bodyCut === true, Number(headerOf(c.rawHeaders, 'content-length')), contentType, options.bodyLimit, keys);
 }
