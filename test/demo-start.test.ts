@@ -22,7 +22,8 @@ interface Banner {
 function start(storage: string, ...args: string[]): Promise<Banner> {
   // Access as a stranger's browser would meet it: no trusted loopback, the key or nothing.
   const env = { ...process.env, PORT: '0', APP_ENV: 'dev', STORAGE_DIR: storage, WEB_PROFILER_TRUST_LOCAL: '', NODE_ENV: 'development' };
-  const child = spawn(process.execPath, ['dist/demo/main.js', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // As npm start runs it: with source maps, so that the profile names the demo's TypeScript lines.
+  const child = spawn(process.execPath, ['--enable-source-maps', 'dist/demo/main.js', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   started.push(child);
   return new Promise((resolve, reject) => {
     let text = '';
@@ -109,6 +110,19 @@ describe('npm start', () => {
       req.on('error', reject).end(body);
     });
     expect(signIn).toBe(200);
+  });
+
+  it('a refused sign-in\'s failure card names the demo\'s own TypeScript lines, not the build\'s', async () => {
+    const { text, port } = await start(path.join(tempDir(), 'storage'));
+    const key = new URL(/http:\/\/localhost:\d+\/_profiler\/\?\S+/.exec(text)![0]).searchParams.get('_profiler_secret')!;
+    const refused = await fetch(`http://127.0.0.1:${port}/api/authenticate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'mallory', password: 'hunter2' }) });
+    expect(refused.status).toBe(401);
+    const token = refused.headers.get('x-debug-token');
+    const profile = await (await fetch(`http://127.0.0.1:${port}/_profiler/${token}`, { headers: { accept: 'application/json', 'x-profiler-secret': key } })).json();
+    expect(profile.collectors.response.answeredAt[0]).toMatch(/src[\\/]demo[\\/]api\.ts:\d+$/);
+    const card = await (await fetch(`http://127.0.0.1:${port}/_profiler/${token}`, { headers: { 'x-profiler-secret': key } })).text();
+    expect(card).toMatch(/Sent from <[^>]+>src\/demo\/api\.ts:\d+/);
+    expect(card).not.toContain('dist/demo/api.js');
   });
 
   it('a start killed outright leaves no redis-server of its own behind', async () => {
