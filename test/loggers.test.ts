@@ -253,3 +253,35 @@ describe('the logs panel', () => {
     expect(page).toContain('Only the first 1000 lines were kept; 101 more were counted and dropped.');
   });
 });
+
+describe('console lines with objects', () => {
+  it('keep the objects as the line\'s context, shown as a tree to unfold; the text stays the rest', async () => {
+    const database = tempDb();
+    const own = webProfiler({ database, onError: () => {} });
+    const app = express();
+    app.use(own);
+    app.get('/c', (_req, res) => {
+      console.log('the order', { id: 7, lines: [{ sku: 'A-1' }], password: 'console-secret' });
+      console.info({ alone: true });
+      console.log('plain %s', 'text');
+      res.send('ok');
+    });
+    const server = await listen(app);
+    try {
+      const res = await fetch(`${server.url}/c`);
+      await res.text();
+      own.flush();
+      const lines = readRows(database)[0].collectors.logs.lines.filter((l: { channel: string }) => l.channel === 'console');
+      expect(lines.map((l: { message: string; context?: unknown }) => [l.message, l.context])).toEqual([
+        ['the order', { id: 7, lines: [{ sku: 'A-1' }], password: '[redacted]' }],
+        ['{…}', { alone: true }],
+        ['plain text', undefined],
+      ]);
+      const page = await (await fetch(`${server.url}/_profiler/${res.headers.get('x-debug-token')}?panel=logs`)).text();
+      expect(page).toContain('<span class="v-key">sku</span>: <span class="v-str">"A-1"</span>');
+    } finally {
+      await server.close();
+      own.close();
+    }
+  });
+});

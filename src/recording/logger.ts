@@ -66,9 +66,23 @@ export function captureConsole(): void {
     (console as unknown as Record<string, unknown>)[method] = function (this: Console, ...args: unknown[]) {
       original.apply(this, args);
       const ctx = currentContext();
-      if (ctx) addLine(ctx, level, format(...args), undefined, 'console');
+      if (ctx) consoleLine(ctx, level, args);
     };
   }
+}
+
+/**
+ * A console line as the profile keeps it: its text, and the objects it was given (not Errors,
+ * whose stack the text shows) as its context, which the logs panel shows as a tree to unfold.
+ */
+function consoleLine(ctx: WorkContext, level: LogLevel, args: unknown[]): void {
+  const objects = args.filter((a) => a !== null && typeof a === 'object' && !(a instanceof Error) && !ArrayBuffer.isView(a));
+  if (objects.length === 0) return addLine(ctx, level, format(...args), undefined, 'console');
+  // A format string places its objects itself (`'%s: %o'`): its text stays whole.
+  const formats = typeof args[0] === 'string' && /%[sdifjoOc]/.test(args[0]);
+  const rest = args.filter((a) => !objects.includes(a));
+  const text = formats ? format(...args) : rest.length > 0 ? format(...rest) : objects.map((o) => (Array.isArray(o) ? `[${o.length}]` : '{…}')).join(' ');
+  addLine(ctx, level, text, objects.length === 1 ? objects[0] : objects, 'console');
 }
 
 /**
