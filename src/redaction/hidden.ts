@@ -1,10 +1,11 @@
 import { setOwn } from '../recording/plain.js';
 
 /**
- * Hidden once, hidden everywhere. Every place that redacts a value notes it here while a record is
- * made (hide(), noteHidden()); the record is then sealed (sealStored()): no string of the stored
- * row, whichever panel, field or library put it there, keeps a value that was hidden anywhere in
- * it. This is the one gate every stored value passes, so a new kind of data cannot go around it.
+ * Hidden once, hidden everywhere. Every place that redacts a value notes it here while a record
+ * is made (hide(), noteHidden()); the row is then sealed (sealedRow() in record.ts): no string of
+ * the stored row, whichever panel, field or library put it there, keeps a value that was hidden
+ * anywhere in it. This is the one gate every stored value passes, so a new kind of data cannot go
+ * around it.
  */
 
 export const REDACTED = '[redacted]';
