@@ -141,12 +141,12 @@ describe.each([['Express 5', express], ['Express 4', express4 as unknown as type
     running.push(bare, recorded);
     for (const [method, path, headers] of requests) {
       const withIt = await send(recorded.url, method, path, headers);
-      const page = method !== 'OPTIONS' && (path === '/html' || path === '/etag-html');
+      const page = method !== 'OPTIONS' && (path === '/html' || path === '/etag-html' || (method === 'GET' && path === '/file'));
       const a = comparable(await send(bare.url, method, path, headers), page);
       const b = comparable(withIt, page);
       expect(b, `${method} ${path}`).toEqual({ ...a, toolbar: b.toolbar });
-      // The toolbar goes into whole HTML pages only, never into XHTML, files or anything else.
-      expect(b.toolbar, `${method} ${path}`).toBe(method === 'GET' && (path === '/html' || path === '/etag-html'));
+      // The toolbar goes into whole HTML pages only (a sent HTML file is one), never into XHTML or anything else.
+      expect(b.toolbar, `${method} ${path}`).toBe(method === 'GET' && (path === '/html' || path === '/etag-html' || path === '/file'));
     }
     // A 304 stays a 304.
     const etag = (await send(bare.url, 'GET', '/json')).headers.find(([n]) => n.toLowerCase() === 'etag')![1];
@@ -379,5 +379,39 @@ describe('modules of any shape beside the instrumented libraries', () => {
     const engines = readRows(database).map((row) => row.collectors.views?.renders?.[0]?.engine ?? row.collectors.views?.[0]?.engine);
     expect(engines).toEqual(['ejs', 'pug', 'hbs', 'eta']);
     profiler.close();
+  });
+});
+
+describe('the toolbar in HTML files: res.sendFile and express.static', () => {
+  it('goes into a sent file and a static index.html at the length that has; a 304, a range and a HEAD are as bare', async () => {
+    const root = tempDir();
+    writeFileSync(path.join(root, 'index.html'), '<!doctype html><html><head><title>SPA</title></head><body><div id="app"></div></body></html>');
+    const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    const make = (withIt: boolean) => {
+      const app = express();
+      if (withIt) app.use(profiler);
+      app.get('/page', (_req, res) => res.sendFile(path.join(root, 'index.html')));
+      app.use(express.static(root));
+      return app;
+    };
+    const [bare, recorded] = await Promise.all([listen(make(false)), listen(make(true))]);
+    running.push(bare, recorded);
+    for (const at of ['/', '/page']) {
+      const b = await send(bare.url, 'GET', at);
+      const r = await send(recorded.url, 'GET', at);
+      expect(r.status).toBe(200);
+      expect(comparable(r, true)).toEqual({ ...comparable(b, true), toolbar: true });
+      const length = r.headers.find(([name]) => name.toLowerCase() === 'content-length')?.[1];
+      expect(Number(length)).toBe(r.body.length);
+      expect(r.headers.some(([name]) => name.toLowerCase() === 'etag')).toBe(false);
+      // Conditional and partial answers, and HEAD, are the file's own, untouched.
+      const modified = b.headers.find(([name]) => name.toLowerCase() === 'last-modified')![1];
+      for (const [method, headers] of [['GET', { 'if-modified-since': modified }], ['GET', { range: 'bytes=0-9' }], ['HEAD', {}]] as const) {
+        const plain = comparable(await send(bare.url, method, at, headers));
+        const ours = comparable(await send(recorded.url, method, at, headers));
+        expect(ours, `${method} ${at} ${JSON.stringify(headers)}`).toEqual(plain);
+        expect(ours.toolbar).toBe(false);
+      }
+    }
   });
 });

@@ -93,6 +93,8 @@ export interface RequestContext extends WorkContext {
   toolbar: boolean;
   /** The body res.send was given, while it sends the same with the toolbar in it. */
   sending: string | Buffer | undefined;
+  /** An HTML file's chunks (res.sendFile, express.static) held until its end, for the toolbar: see holdsPage() in recorder.ts. */
+  held: { chunks: Buffer[]; callbacks: (() => void)[] } | undefined;
   bodyChunks: (Buffer | string)[];
   bodyKept: number;
   bodySize: number;

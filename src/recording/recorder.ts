@@ -65,6 +65,7 @@ export function recorder(deps: RecorderDeps) {
       params: undefined,
       toolbar: false,
       sending: undefined,
+      held: undefined,
       bodyChunks: [],
       bodyKept: 0,
       bodySize: 0,
@@ -173,6 +174,32 @@ function keep(ctx: RequestContext, chunk: unknown, encoding: unknown) {
   }
 }
 
+/** The largest HTML file held for the toolbar; a larger one goes out as it comes, without it. */
+const HOLD_LIMIT = 2 * 1024 * 1024;
+
+/**
+ * Whether a response that starts with res.write is a whole HTML page of a known length, as
+ * res.sendFile and express.static send a file: its chunks are then held until its end, for the
+ * toolbar (Content-Length fixed up). Not a HEAD, a range, a 304, an encoded or a streamed page.
+ */
+function holdsPage(res: Tracked, ctx: RequestContext): boolean {
+  if (ctx.recorder.inject === undefined || ctx.toolbar || ctx.sending !== undefined || res.statusCode !== 200 || res.req?.method === 'HEAD') return false;
+  const length = Number(res.getHeader('content-length'));
+  if (!(length > 0 && length <= HOLD_LIMIT) || res.getHeader('content-encoding') !== undefined || res.getHeader('content-range') !== undefined) return false;
+  return /^\s*text\/html\s*(;|$)/i.test(String(res.getHeader('content-type') ?? ''));
+}
+
+function hold(ctx: RequestContext, chunk: unknown, encoding: unknown, cb: unknown): boolean {
+  const held = (ctx.held ??= { chunks: [], callbacks: [] });
+  if (typeof encoding === 'function') [cb, encoding] = [encoding, undefined];
+  if (chunk != null) held.chunks.push(asBuffer(chunk, encoding));
+  if (typeof cb === 'function') held.callbacks.push(cb as () => void);
+  return true;
+}
+
+const asBuffer = (chunk: unknown, encoding: unknown): Buffer =>
+  typeof chunk === 'string' ? Buffer.from(chunk, Buffer.isEncoding(encoding as string) ? (encoding as BufferEncoding) : 'utf8') : Buffer.isBuffer(chunk) ? chunk : Buffer.from((chunk as ArrayBufferView).buffer, (chunk as ArrayBufferView).byteOffset, (chunk as ArrayBufferView).byteLength);
+
 /** Marks our own wrappers: a sub-app's prototype inherits them from its parent's, and must not get a second layer. */
 const kOurs = Symbol('web-profiler.wrapper');
 const mark = <F extends object>(fn: F): F => Object.assign(fn, { [kOurs]: true });
@@ -210,7 +237,10 @@ function patchPrototypes(req: Request, res: Response) {
   });
   resProto.write = mark(function write(this: Tracked, chunk: unknown, encoding?: unknown, cb?: unknown) {
     const ctx = this[kContext];
-    if (ctx !== undefined) keep(ctx, chunk, encoding);
+    if (ctx !== undefined) {
+      keep(ctx, chunk, encoding);
+      if (ctx.held !== undefined || (!this.headersSent && holdsPage(this, ctx))) return hold(ctx, chunk, encoding, cb);
+    }
     return write0.call(this, chunk, encoding, cb);
   });
   resProto.end = mark(function end(this: Tracked, chunk?: unknown, encoding?: unknown, cb?: unknown) {
@@ -221,6 +251,21 @@ function patchPrototypes(req: Request, res: Response) {
     const sending = ctx.sending;
     keep(ctx, sending !== undefined && chunk != null ? sending : chunk, encoding);
     ended.add(this);
+    const held = ctx.held;
+    if (held !== undefined) {
+      // The whole file is here: it goes out with the toolbar, at the length that has.
+      ctx.held = undefined;
+      // end(cb), end(chunk, cb), end(chunk, encoding, cb), as Node takes them.
+      if (typeof chunk === 'function') [cb, chunk] = [chunk, undefined];
+      else if (typeof encoding === 'function') [cb, encoding] = [encoding, undefined];
+      if (chunk != null) held.chunks.push(asBuffer(chunk, encoding));
+      const page = Buffer.concat(held.chunks);
+      const done = () => {
+        for (const callback of held.callbacks) callback();
+        if (typeof cb === 'function') (cb as () => void)();
+      };
+      return end0.call(this, injectToolbar(this, ctx, page, undefined) ?? page, done);
+    }
     const injected = sending === undefined && (typeof chunk === 'string' || Buffer.isBuffer(chunk)) ? injectToolbar(this, ctx, chunk, encoding) : undefined;
     return end0.call(this, injected ?? chunk, encoding, cb);
   });
