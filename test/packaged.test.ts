@@ -170,6 +170,9 @@ describe('a CommonJS project tested by jest with supertest', () => {
     const { stdout, stderr } = await node(dir, path.resolve('node_modules', jest, 'bin/jest.js'), '--ci', '--colors=false', `--testEnvironment=${environment}`);
     expect(stderr).toMatch(/Tests:\s+3 passed, 3 total/);
     expect(stdout + stderr).not.toMatch(/did not exit|open handle/i);
+    // jest names where each console line came from: the app's line, not the profiler's.
+    expect(stdout + stderr).toMatch(/hello from the route\s+at [^\n]*app\.js:10:/);
+    expect(stdout + stderr).not.toMatch(/hello from the route\s+at [^\n]*express-web-profiler/);
   });
 });
 

@@ -1,3 +1,4 @@
+import Module from 'node:module';
 import { format } from 'node:util';
 import { isLoaded } from './loaded.js';
 import { currentContext, type LogChannel, type LogLevel, type WorkContext } from './context.js';
@@ -48,6 +49,9 @@ export class RequestLogger implements Logger {
   }
 }
 
+/** Node's own module cache: under jest, a module's require.cache is jest's registry, which does not hold the runner's modules. */
+const nodeCache = (): Record<string, NodeModule | undefined> => (Module as unknown as { _cache?: Record<string, NodeModule | undefined> })._cache ?? {};
+
 const CONSOLE_LEVELS: [keyof Console, LogLevel][] = [
   ['debug', 'debug'], ['log', 'info'], ['info', 'info'], ['warn', 'warn'], ['error', 'error'],
 ];
@@ -61,6 +65,7 @@ let consoleCaptured = false;
 export function captureConsole(): void {
   if (consoleCaptured) return;
   consoleCaptured = true;
+  if (captureJestConsole()) return;
   for (const [method, level] of CONSOLE_LEVELS) {
     const original = console[method] as (...args: unknown[]) => void;
     (console as unknown as Record<string, unknown>)[method] = function (this: Console, ...args: unknown[]) {
@@ -69,6 +74,76 @@ export function captureConsole(): void {
       if (ctx) consoleLine(ctx, level, args);
     };
   }
+}
+
+/** jest's console methods, by the level their lines are. */
+const JEST_LEVELS: Record<string, LogLevel> = { log: 'info', info: 'info', warn: 'warn', error: 'error', debug: 'debug', trace: 'debug', assert: 'error' };
+const JEST_CONSOLE = /[\\/]@jest[\\/]console[\\/]build[\\/](BufferedConsole|index)\.js$/;
+/** On jest's BufferedConsole, shared by the copies of the profiler its test files load: each copy's way to keep a line, held weakly. */
+const kJestLines = Symbol.for('express-web-profiler.jest-console-lines');
+
+type JestWrite = (this: unknown, buffer: unknown, type: string, message: string, level: unknown) => unknown;
+type KeepLine = (type: string, message: string) => void;
+
+/** This copy's way to keep a jest console line: held strongly here, weakly by the shared wrapper. */
+const keepJestLine: KeepLine = (type, message) => {
+  const ctx = currentContext();
+  if (ctx) addLine(ctx, JEST_LEVELS[type] ?? 'info', message.trimStart(), undefined, 'console');
+};
+
+/**
+ * Under jest, console lines are jest's (BufferedConsole, or CustomConsole for one file), and jest
+ * names where each came from by counting frames up from BufferedConsole.write(): a wrapper of
+ * console.log would be that place (`node_modules/express-web-profiler/…/logger.js`). write()
+ * itself is wrapped instead, once a process: jest leaves out every frame up to the write it looks
+ * up, which is then the wrapper, so the place stays the app's line. Each copy of the profiler a
+ * test file loads (jest's module registry) adds its way to keep lines, which the wrapper holds
+ * weakly: a finished test file's copy is not kept alive by it.
+ */
+function captureJestConsole(): boolean {
+  const name = (console as unknown as { constructor?: { name?: unknown } }).constructor?.name;
+  if (name !== 'BufferedConsole' && name !== 'CustomConsole' && name !== 'NullConsole') return false;
+  const cache = nodeCache();
+  let found = false;
+  for (const file of Object.keys(cache)) {
+    if (!JEST_CONSOLE.test(file)) continue;
+    // jest 29 has a file of its own for it; jest 30 bundles it into build/index.js.
+    const exported = cache[file]?.exports as { BufferedConsole?: unknown; default?: unknown } | undefined;
+    const Buffered = (exported?.BufferedConsole ?? exported?.default) as JestConsole | undefined;
+    if (typeof Buffered?.write === 'function') found = keepJestLines(Buffered) || found;
+  }
+  return found;
+}
+
+type JestConsole = { write?: unknown; [kJestLines]?: Set<WeakRef<KeepLine>> };
+
+/** BufferedConsole.write wrapped once a process (see captureJestConsole), this copy's keeper added. */
+function keepJestLines(Buffered: JestConsole): boolean {
+  let keepers = Buffered[kJestLines];
+  if (keepers === undefined) {
+    keepers = Buffered[kJestLines] = new Set();
+    const write = Buffered.write as JestWrite;
+    const shared = keepers;
+    Buffered.write = function (this: unknown, buffer: unknown, type: string, message: string, level: unknown) {
+      const written = write.call(this, buffer, type, message, level);
+      for (const ref of shared) {
+        const keep = ref.deref();
+        if (keep === undefined) shared.delete(ref);
+        else {
+          try {
+            keep(type, String(message));
+          } catch {
+            // A line that cannot be kept is not worth the test's output.
+          }
+        }
+      }
+      return written;
+    };
+  }
+  // jest 29 names the class twice (its own file, and index.js's export of it): one keeper a copy.
+  for (const ref of keepers) if (ref.deref() === keepJestLine) return true;
+  keepers.add(new WeakRef(keepJestLine));
+  return true;
 }
 
 /**
