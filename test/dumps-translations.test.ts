@@ -51,7 +51,7 @@ describe.each([
     expect(entry(v, 'missing')).toEqual({ k: 'undefined' });
     expect(entry(v, 'numbers').e.map(([, n]: [string, any]) => n.v)).toEqual(['1', '-0', 'NaN', 'Infinity', `${2n ** 70n}n`]);
     expect(entry(v, 'text')).toMatchObject({ k: 'string', n: 5000 });
-    expect(entry(v, 'text').v.length).toBeLessThan(5000);
+    expect(entry(v, 'text').v.length).toBe(2000);
     expect(entry(v, 'when')).toEqual({ k: 'date', v: '2026-11-27T00:00:00.000Z' });
     expect(entry(v, 'pattern')).toEqual({ k: 'regexp', v: '/ab+c/gi' });
     expect(entry(v, 'failure')).toMatchObject({ k: 'error', c: 'TypeError', v: 'the order is gone' });
@@ -73,7 +73,8 @@ describe.each([
     // A Map of a million entries: its first entries and how many it has, read in as many steps.
     expect(entry(v, 'big')).toMatchObject({ k: 'map', n: 1_000_000 });
     expect(entry(v, 'big').e).toHaveLength(100);
-    expect(Number(res.headers.get('x-dump-ms'))).toBeLessThan(100);
+    // Read in fewer steps than one walk of the Map takes, timed beside it in the app.
+    expect(Number(res.headers.get('x-dump-ms'))).toBeLessThan(Number(res.headers.get('x-walk-ms')));
     expect(big).toMatchObject({ label: 'the big map', value: { k: 'map', c: 'Map', n: 1_000_000 } });
     // No getter or trap of the app's ran, so nothing was logged or thrown.
     expect(app.stderr()).not.toMatch(/a getter ran|a trap ran/);

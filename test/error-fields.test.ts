@@ -85,8 +85,11 @@ describe.each([['Express 5', express], ['Express 4', express4 as unknown as type
     expect(Object.keys(error.details.entries)).toHaveLength(31);
     expect(error.details.entries['user:0']).toEqual({ id: 0 });
     expect(error.details.entries['…']).toBe('999970 more');
-    // The error page's own time (Server-Timing): walking every entry took about 700 ms.
+    // The error page's own time (Server-Timing), beside one bare walk of the Map timed here: walking
+    // every entry as it was took about 45 such walks.
     const spent = Number(/error-page;dur=([\d.]+)/.exec(res.headers.get('server-timing') ?? '')?.[1]);
-    expect(spent).toBeLessThan(200);
+    const walked = performance.now();
+    BIG_MAP.forEach(() => {});
+    expect(spent).toBeLessThan(5 * (performance.now() - walked));
   });
 });

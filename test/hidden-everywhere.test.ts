@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import nodemailer from 'nodemailer';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { webProfiler, type WebProfiler } from '../src/index.js';
+import { dump, webProfiler, type WebProfiler } from '../src/index.js';
 import Database from './fixtures/better-sqlite3.cjs';
 import { startProvider, type Provider } from './fixtures/ai-provider.js';
 import { listen, readRows, tempDb, type Running } from './helpers.js';
@@ -48,6 +48,7 @@ beforeAll(async () => {
       const { password } = req.body as { password: string };
       req.log.info(`issued ${key} for ${password}`);
       console.log({ issued: key });
+      dump({ issued: key, note: `with ${key}` }, 'the new key');
       tracer.startSpan('issue', { attributes: { 'key.issued': key, 'key.length': key.length } }).end();
       await redis?.set(`u:${key}`, 'ada');
       await redis?.del(`u:${key}`);
@@ -94,6 +95,7 @@ describe('hidden once, hidden everywhere', () => {
     expect(c.exception.chain[0].message).toBe('key [redacted] refused');
     expect(JSON.stringify(c.exception.chain[0].details)).toContain('u:[redacted]');
     expect(JSON.stringify(c.performance)).toContain('"key.issued":"[redacted]"');
+    expect(JSON.stringify(c.dumps)).toContain('"v":"with [redacted]"');
 
     // Nowhere: the SQLite file, every panel, the JSON twin, the exports.
     const file = readFileSync(database).toString('latin1') + readFileSync(`${database}-wal`, { flag: 'a+' }).toString('latin1');

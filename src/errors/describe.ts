@@ -3,6 +3,7 @@ import { inspect } from 'node:util';
 import { parse } from 'stacktrace-parser';
 import { excerptOf, isExcerptable, mapToSource, toPath, type Excerpt } from './sources.js';
 import { failedTemplates } from './template.js';
+import { mapHead } from './collections.js';
 
 export type { Excerpt } from './sources.js';
 
@@ -138,19 +139,14 @@ function detailsOf(err: Error): Record<string, unknown> | undefined {
     const array = Array.isArray(value);
     // Plain data only: an instance (a request, a socket, a response an HTTP client hung on its error) is named, not walked.
     const proto = read(() => Object.getPrototypeOf(value) as object | null, null);
-    // A Map's entries (celebrate keeps a validation error per part of the request in a Map of its own), read by Map's own forEach, not a subclass's.
-    // Its first 30 entries only, by Map's own iterator: a cache of a million entries costs 30 steps.
+    // A Map's entries (celebrate keeps a validation error per part of the request in a Map of its
+    // own): its first 30, by Map's own iterator, so a cache of a million entries costs 30 steps.
     if (read(() => value instanceof Map, false)) {
       const out: Record<string, unknown> = Object.create(null);
       read(() => {
-        const entries = MAP_ENTRIES.call(value as Map<unknown, unknown>);
-        for (let n = 0; n < 30; n++) {
-          const next = MAP_NEXT.call(entries) as IteratorResult<[unknown, unknown]>;
-          if (next.done) return;
-          out[String(next.value[0])] = copy(next.value[1], depth + 1);
-        }
-        const more = MAP_SIZE.call(value as Map<unknown, unknown>) - 30;
-        if (more > 0) out['…'] = `${more} more`;
+        const { entries, size } = mapHead(value as Map<unknown, unknown>, 30);
+        for (const [key, inner] of entries) out[String(key)] = copy(inner, depth + 1);
+        if (size > entries.length) out['…'] = `${size - entries.length} more`;
       }, undefined);
       return out;
     }
@@ -183,11 +179,6 @@ function detailsOf(err: Error): Record<string, unknown> | undefined {
   }
   return details;
 }
-
-/** Map's own methods, taken before any app could replace them. */
-const MAP_ENTRIES = Map.prototype.entries;
-const MAP_NEXT = Object.getPrototypeOf(new Map().entries()).next as (this: unknown) => IteratorResult<unknown>;
-const MAP_SIZE = Object.getOwnPropertyDescriptor(Map.prototype, 'size')!.get as (this: Map<unknown, unknown>) => number;
 
 const ownKeys = (value: object): string[] => read(() => Object.keys(value), [] as string[]);
 const dataOf = (value: object, key: string): { value: unknown } | undefined => {

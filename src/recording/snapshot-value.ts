@@ -1,4 +1,5 @@
 import { inspect, types } from 'node:util';
+import { mapHead, setHead } from '../errors/collections.js';
 
 /**
  * A value as dump() keeps it: a tree of plain nodes, taken at the moment of the call (a later
@@ -46,12 +47,6 @@ export interface ValueLimits {
 
 export const DUMP_LIMITS: ValueLimits = { depth: 8, width: 100, nodes: 5_000, text: 2_000 };
 
-const MAP_ENTRIES = Map.prototype.entries;
-const SET_VALUES = Set.prototype.values;
-const ITERATOR_NEXT = Object.getPrototypeOf(new Map().entries()).next as (this: unknown) => IteratorResult<unknown>;
-const SET_ITERATOR_NEXT = Object.getPrototypeOf(new Set().values()).next as (this: unknown) => IteratorResult<unknown>;
-const MAP_SIZE = Object.getOwnPropertyDescriptor(Map.prototype, 'size')!.get as (this: unknown) => number;
-const SET_SIZE = Object.getOwnPropertyDescriptor(Set.prototype, 'size')!.get as (this: unknown) => number;
 const TYPED_LENGTH = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length')!.get as (this: unknown) => number;
 const TYPED_TAG = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), Symbol.toStringTag)!.get as (this: unknown) => string | undefined;
 const DATE_TIME = Date.prototype.getTime;
@@ -117,26 +112,16 @@ export function snapshotValue(value: unknown, limits: ValueLimits = DUMP_LIMITS)
     const width = limits.width;
     if (types.isMap(object)) {
       branch.k = 'map';
-      const entries = MAP_ENTRIES.call(object as Map<unknown, unknown>);
-      for (let i = 0; i < width; i++) {
-        const next = ITERATOR_NEXT.call(entries) as IteratorResult<[unknown, unknown]>;
-        if (next.done) break;
-        branch.e.push([walk(next.value[0], depth + 1), walk(next.value[1], depth + 1)]);
-      }
-      const size = MAP_SIZE.call(object);
-      if (size > branch.e.length) branch.n = size;
+      const { entries, size } = mapHead(object as Map<unknown, unknown>, width);
+      for (const [key, value] of entries) branch.e.push([walk(key, depth + 1), walk(value, depth + 1)]);
+      if (size > entries.length) branch.n = size;
       return;
     }
     if (types.isSet(object)) {
       branch.k = 'set';
-      const values = SET_VALUES.call(object as Set<unknown>);
-      for (let i = 0; i < width; i++) {
-        const next = SET_ITERATOR_NEXT.call(values) as IteratorResult<unknown>;
-        if (next.done) break;
-        branch.e.push([String(i), walk(next.value, depth + 1)]);
-      }
-      const size = SET_SIZE.call(object);
-      if (size > branch.e.length) branch.n = size;
+      const { values, size } = setHead(object as Set<unknown>, width);
+      values.forEach((value, i) => branch.e.push([String(i), walk(value, depth + 1)]));
+      if (size > values.length) branch.n = size;
       return;
     }
     if (Array.isArray(object)) {
