@@ -3,6 +3,7 @@ import type { ErrorInfo } from '../errors/describe.js';
 import type { CorePanel } from './collector.js';
 import type { Snapshot } from './snapshot.js';
 import { mountedLine } from '../recording/checks.js';
+import { CORS_OPTIONS } from '../recording/cors-options.js';
 
 /** A check as the panel shows it: where the profiler learnt of it. */
 export interface ShownCheck extends Check {
@@ -26,17 +27,23 @@ export const security: CorePanel<SecurityData> = {
   id: 'security',
   title: 'Security',
   collect(s) {
-    const checks: ShownCheck[] = (s.checks ?? []).map((c) => ({ ...c, from: 'recorded' }));
+    const made = s.checks?.find((c) => c.library === 'cors' && c.reason === CORS_OPTIONS);
+    const checks: ShownCheck[] = (s.checks ?? []).filter((c) => c !== made).map((c) => ({ ...c, from: 'recorded' }));
     const thrown = s.exception?.chain[0];
     if (thrown !== undefined && s.response.status >= 400 && s.response.status < 500) {
       const found = fromError(thrown, mountedLine(s.response.answeredBy));
-      if (found !== undefined && !checks.some((c) => c.library === found.library && c.reason === found.reason)) checks.push({ ...found, from: 'error' });
+      // A failure recorded as it ran (zod's parse() that threw) is the same one its error tells of.
+      if (found !== undefined && !checks.some((c) => c.library === found.library && (c.reason === found.reason || c.verdict === 'refused'))) {
+        // celebrate validates with joi: its error, which names the part of the request, stands for joi's.
+        if (found.library === 'celebrate') checks.splice(0, checks.length, ...checks.filter((c) => c.library !== 'joi'));
+        checks.push({ ...found, from: 'error' });
+      }
     }
     if (s.exception === undefined && s.response.status >= 400 && !checks.some((c) => c.verdict === 'refused')) {
       const found = fromAnswer(s);
       if (found !== undefined) checks.push({ ...found, from: 'response' });
     }
-    const cors = corsOf(s);
+    const cors = corsOf(s, made);
     if (cors !== undefined) checks.push({ ...cors, from: 'headers' });
     if (checks.length === 0) return undefined;
     for (const c of checks) c.reason = reasonOf(c);
@@ -126,17 +133,19 @@ function fromAnswer(s: Snapshot): Check | undefined {
  * Read off the exchange: the Origin sent, and the Access-Control-Allow-* headers that came back
  * (the cors middleware answers a refused origin without them, and passes the request on).
  */
-function corsOf(s: Snapshot): Check | undefined {
+function corsOf(s: Snapshot, made: Check | undefined): Check | undefined {
   const origin = first(s.request.headers.origin);
   if (origin === undefined || origin === 'null' || sameOrigin(origin, s.url)) return undefined;
   const allowOrigin = first(s.response.headers['access-control-allow-origin']);
   const preflight = s.request.method === 'OPTIONS' ? first(s.request.headers['access-control-request-method']) : undefined;
-  const at = mountedLine(s.response.answeredBy);
+  // The cors() middleware's own line and the list it checked, when one ran (see recording/cors-options.ts).
+  const at = made?.at ?? mountedLine(s.response.answeredBy);
+  const options = made?.fields ?? {};
   if (allowOrigin === undefined) {
-    return { library: 'cors', verdict: 'refused', reason: `origin ${origin} is not allowed: the answer has no Access-Control-Allow-Origin`, fields: { origin, ...(preflight === undefined ? {} : { method: preflight }) }, at };
+    return { library: 'cors', verdict: 'refused', reason: `origin ${origin} is not allowed: the answer has no Access-Control-Allow-Origin`, fields: { origin, ...(preflight === undefined ? {} : { method: preflight }), ...options }, at };
   }
   if (allowOrigin !== '*' && allowOrigin !== origin) {
-    return { library: 'cors', verdict: 'refused', reason: `origin ${origin} is not allowed: the answer allows ${allowOrigin}`, fields: { origin, allowed: allowOrigin }, at };
+    return { library: 'cors', verdict: 'refused', reason: `origin ${origin} is not allowed: the answer allows ${allowOrigin}`, fields: { origin, ...options, allowed: allowOrigin }, at };
   }
   if (preflight !== undefined) {
     const methods = first(s.response.headers['access-control-allow-methods']);

@@ -18,9 +18,13 @@ import { anthropic, openai } from './ai-sdks.js';
 import { passport } from './passport.js';
 import { jsonwebtoken } from './jsonwebtoken.js';
 import { i18next } from './i18next.js';
+import { joi } from './joi.js';
+import { yup } from './yup.js';
+import { valibot } from './valibot.js';
+import { ajv } from './ajv.js';
 
 /** The packages recorded with no setup: databases, caches, mail, queues, AI providers. A new one: its adapter file beside these, and its name here. */
-export const drivers: DriverAdapter[] = [betterSqlite3, nodeSqlite, pg, mysql2, mysql, sqlite3, ioredis, nodeRedis, nodemailer, drizzle, bullmq, openai, anthropic, passport, jsonwebtoken, i18next];
+export const drivers: DriverAdapter[] = [betterSqlite3, nodeSqlite, pg, mysql2, mysql, sqlite3, ioredis, nodeRedis, nodemailer, drizzle, bullmq, openai, anthropic, passport, jsonwebtoken, i18next, joi, yup, valibot, ajv];
 
 const requireCache = createRequire(__filename).cache;
 const hooked = new WeakSet<object>();
@@ -135,7 +139,7 @@ export function instrumentBuiltins(tell: (message: string) => void): void {
 }
 
 /** The packages whose loading makes the profiler look for drivers again: by name, or by a path into their folder. */
-const DRIVER_SPECIFIER = /(?:^|[\\/]node_modules[\\/])(?:better-sqlite3|pg|mysql2?|sqlite3|ioredis|redis|@redis\/client|nodemailer|drizzle-orm|bullmq|openai|@anthropic-ai\/sdk|passport|jsonwebtoken|i18next|@nestjs\/(?:core|common))(?:[\\/]|$)/;
+const DRIVER_SPECIFIER = /(?:^|[\\/]node_modules[\\/])(?:better-sqlite3|pg|mysql2?|sqlite3|ioredis|redis|@redis\/client|nodemailer|drizzle-orm|bullmq|openai|@anthropic-ai\/sdk|passport|jsonwebtoken|i18next|joi|yup|valibot|ajv|@nestjs\/(?:core|common))(?:[\\/]|$)/;
 let following = false;
 
 /**

@@ -10,7 +10,9 @@ import type { LogLine, RequestContext, WorkContext } from './context.js';
 import type { CommandState } from './command.js';
 import { traceOfHeader } from './trace.js';
 import type { LoopState } from './loop.js';
-import type { Check } from './checks.js';
+import { noteCheck, type Check } from './checks.js';
+import { corsOptionsCheck } from './cors-options.js';
+import { settledChecks } from './validations.js';
 import type { Dump } from './dump.js';
 import type { Translation } from './translations.js';
 import { describeTrail } from './layers.js';
@@ -106,6 +108,11 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
   const body = isEmptyObject(req.body) && !carriesBody(req) ? undefined : (req.body as unknown);
   const remoteAddress = req.socket?.remoteAddress;
   const head = typeof res._header === 'string' ? res._header : res.getHeaders();
+  // Before the trail is described: the cors() layers it passed are still there to read.
+  if (req.headers.origin !== undefined) {
+    const cors = corsOptionsCheck(ctx.trail);
+    if (cors !== undefined) noteCheck(ctx, cors);
+  }
   // Every field written out in one literal, as timesOf() has them: spread from it, the capture took
   // about 80 µs more a request under load (a slower object to copy to the writer), measured.
   const c: Captured = {
@@ -214,7 +221,7 @@ function captureWork(ctx: WorkContext, c: Captured, size: number): number {
   if (c.exception) for (const e of c.exception.chain) size += 256 + e.message.length + e.stack.length + e.frames.length * 128;
   if (ctx.trace !== undefined) c.trace = ctx.trace;
   if (ctx.checks !== undefined) {
-    c.checks = ctx.checks;
+    c.checks = settledChecks(ctx.checks);
     size += 512 * ctx.checks.length;
   }
   if (ctx.dumps !== undefined) {

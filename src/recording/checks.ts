@@ -25,9 +25,13 @@ const FIELDS_BUDGET = 4 * 1024;
 export function noteCheck(ctx: WorkContext, check: Check): void {
   const checks = (ctx.checks ??= []);
   if (checks.length >= MAX_CHECKS) return;
-  // The library's own objects (a user, a token's payload): copied now, within a budget, as they are at this moment.
-  if (check.fields !== undefined) check.fields = bounded(check.fields, FIELDS_BUDGET).value as Record<string, unknown>;
+  boundFields(check);
   checks.push(check);
+}
+
+/** The library's own objects (a user, a token's payload, a validation's issues): copied within a budget, as they are at this moment. */
+export function boundFields(check: Check): void {
+  if (check.fields !== undefined) check.fields = bounded(check.fields, FIELDS_BUDGET).value as Record<string, unknown>;
 }
 
 /** The layer running now (the last one entered), as `name` TAB `the app's line that mounted it`. */
