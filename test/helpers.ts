@@ -53,9 +53,9 @@ export interface FixtureApp { child: ChildProcess; url: string; stderr: () => st
  * A fixture app in a process of its own, with the environment a developer's shell has (no test
  * mode, nothing trusted) plus `env`: it prints "port <n>" once it listens.
  */
-export async function startFixture(file: string, args: string[], env: Record<string, string> = {}): Promise<FixtureApp> {
+export async function startFixture(file: string, args: string[], env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<FixtureApp> {
   const { NODE_ENV: _mode, WEB_PROFILER_TRUST_LOCAL: _trust, WEB_PROFILER_SECRET: _secret, ...shell } = process.env;
-  const child = spawn(process.execPath, [file, ...args], { env: { ...shell, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, file, ...args], { env: { ...shell, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stderr!.on('data', (c) => { err += c; });
