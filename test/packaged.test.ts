@@ -1,4 +1,7 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import dc from 'node:diagnostics_channel';
+import { tmpdir } from 'node:os';
 import { execFile, execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { cpSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -231,6 +234,9 @@ describe('a NestJS 11 app compiled by tsc, with app.use(webProfiler()) in main.t
   it('routes are named Controller.method; guards, pipes and interceptors are spans of their own', () => {
     const names = (key: string) => out[key].performance.timeline.map((s: any) => s.name);
     expect(out.list.routing.route).toBe('/articles');
+    // The route and its handler, on the routing panel; the handler beside the URL in the list, and found by its search.
+    expect(out.missingArticle.routing).toMatchObject({ route: '/articles/:id', handler: 'ArticlesController.findOne' });
+    expect(out.search).toEqual([['/articles/abc', 'ArticlesController.findOne'], ['/articles/7', 'ArticlesController.findOne']]);
     expect(names('list')).toEqual(expect.arrayContaining(['route GET /articles', 'ArticlesController.findAll', 'interceptors TimingInterceptor']));
     expect(names('unauthorized')).toEqual(expect.arrayContaining(['ArticlesController.stats', 'guards TokenGuard']));
     expect(names('invalid')).toEqual(expect.arrayContaining(['ArticlesController.create', 'pipes ValidationPipe']));
@@ -250,6 +256,34 @@ describe('a NestJS 11 app compiled by tsc, with app.use(webProfiler()) in main.t
     expect(names).toEqual(expect.arrayContaining(['ArticlesController.findAll']));
     expect([first.missingArticle.status, first.missingArticle.exception?.chain[0].class]).toEqual([404, 'NotFoundException']);
     expect(first.list.logs.lines.map((l: any) => l.message)).toContain('listing articles');
+  });
+
+  it('linked from outside the app (@nestjs/core only where the app resolves it) and made after Nest loaded: the handler is named on the routing panel, the list and MCP', async () => {
+    const dir = install('nest', { 'better-sqlite3': betterSqlite3 }, {}, { 'node_modules/detached-orm/index.js': 'exports.later = (db, sql) => new Promise((resolve) => setImmediate(() => resolve(db.prepare(sql).all())));\n' });
+    // As npm link, a workspace or pnpm leave it: the package's real folder elsewhere, with its own dependencies and no Nest.
+    const linked = path.join(tmpdir(), `ewp-linked-${process.pid}`);
+    rmSync(linked, { recursive: true, force: true });
+    cpSync(path.join(dir, 'node_modules', 'express-web-profiler'), linked, { recursive: true });
+    rmSync(path.join(dir, 'node_modules', 'express-web-profiler'), { recursive: true });
+    symlinkSync(linked, path.join(dir, 'node_modules', 'express-web-profiler'), 'dir');
+    mkdirSync(path.join(linked, 'node_modules', '@modelcontextprotocol'), { recursive: true });
+    for (const dep of ['eta', 'nanoid', 'stacktrace-parser', 'zod', '@modelcontextprotocol/sdk']) symlinkSync(path.resolve('node_modules', dep), path.join(linked, 'node_modules', dep), 'dir');
+    symlinkSync(betterSqlite3, path.join(linked, 'node_modules', 'better-sqlite3'), 'dir');
+    expect(() => createRequire(path.join(linked, 'dist', 'index.js')).resolve('@nestjs/core')).toThrow();
+    await node(dir, path.resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json');
+    const database = path.join(dir, 'profiles.sqlite');
+    const { stdout } = await run(process.execPath, ['dist/main.js'], { cwd: dir, timeout: 60_000, env: { ...process.env, NODE_ENV: 'development', PROFILER_DB: database } });
+    const linkedOut = JSON.parse(stdout.trim().split('\n').pop()!);
+    expect(linkedOut.missingArticle.routing).toMatchObject({ route: '/articles/:id', handler: 'ArticlesController.findOne' });
+    expect(linkedOut.search.map(([, label]: string[]) => label)).toEqual(['ArticlesController.findOne', 'ArticlesController.findOne']);
+    const client = new Client({ name: 'packaged-test', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [path.join(linked, 'dist', 'cli.js'), 'mcp', '--db', database], stderr: 'pipe' }));
+    try {
+      const found = (await client.callTool({ name: 'search_requests', arguments: { operation: 'ArticlesController.findAll' } })) as { structuredContent?: { recorded: { requests: { url: string; label?: string }[] } } };
+      expect(found.structuredContent!.recorded.requests.map((r) => [new URL(r.url).pathname, r.label])).toEqual([['/articles', 'ArticlesController.findAll']]);
+    } finally {
+      await client.close();
+    }
   });
 
   it('with a logger of the app\'s own (useLogger), the lines land in the profile and the logger still gets them', async () => {

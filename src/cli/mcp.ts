@@ -136,7 +136,7 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
 
   server.registerTool('search_requests', {
     title: 'Search recorded requests',
-    description: `Recorded HTTP requests and commands, newest first (or slowest first), as summaries: token, type (request or command), method (a command's: RUN, SCRIPT or JOB), URL (a command's name), status (a command's exit code), time (epoch ms), duration (ms), client IP, the instance that served it, the profile it belongs to (parent: the request that queued a job), its OpenTelemetry trace id, its label (a GraphQL request's operation), why it failed where the status does not say (failed: 1 an exception, 2 an error logged, 4 GraphQL errors) and the request whose synchronous code it waited behind (blockedBy). Filters combine. ${UNTRUSTED}`,
+    description: `Recorded HTTP requests and commands, newest first (or slowest first), as summaries: token, type (request or command), method (a command's: RUN, SCRIPT or JOB), URL (a command's name), status (a command's exit code), time (epoch ms), duration (ms), client IP, the instance that served it, the profile it belongs to (parent: the request that queued a job), its OpenTelemetry trace id, its label (a GraphQL request's operation, or the handler a framework named: a NestJS route's Controller.method), why it failed where the status does not say (failed: 1 an exception, 2 an error logged, 4 GraphQL errors) and the request whose synchronous code it waited behind (blockedBy). Filters combine. ${UNTRUSTED}`,
     inputSchema: {
       ip: z.string().max(100).optional().describe('Client IP, exactly'),
       method: z.string().max(10).optional().describe('GET, POST, …'),
@@ -147,7 +147,7 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
       instance: z.string().max(200).optional().describe('Only requests this instance served (its name, as in the summaries)'),
       type: z.enum(['request', 'command']).optional().describe('Only HTTP requests, or only commands (scripts, runs, jobs)'),
       trace_id: z.string().regex(/^[0-9a-f]{32}$/).optional().describe('Only profiles of this OpenTelemetry trace'),
-      operation: z.string().max(200).optional().describe('A substring of a GraphQL operation\'s type and name, as the summaries\' label says ("query GetUser")'),
+      operation: z.string().max(200).optional().describe('A substring of the summaries\' label: a GraphQL operation\'s type and name ("query GetUser"), or a NestJS handler ("ArticlesController.findOne")'),
       parent: z.string().regex(/^[0-9a-f]{6,32}$/).optional().describe('Only profiles this one started: the jobs a request queued, its runs and calls'),
       since: z.string().optional().describe('ISO date-time: only requests at or after it'),
       until: z.string().optional().describe('ISO date-time: only requests at or before it'),

@@ -1,11 +1,14 @@
 import type { CorePanel } from './collector.js';
 import { orEmpty, pagePathOf } from './derive.js';
+import { isControllerMethod } from '../recording/handler-name.js';
 
 export interface RoutingData {
   method: string;
   path: string;
   /** The matched route's path pattern, if a route answered. */
   route?: string;
+  /** The handler a framework named for it: Nest's `Controller.method`. */
+  handler?: string;
   params: unknown;
 }
 
@@ -16,12 +19,14 @@ export const routing: CorePanel<RoutingData> = {
     method: s.request.method,
     path: s.request.url.split('?')[0],
     route: s.route,
+    handler: s.spans.findLast((span) => span.kind === 'handler' && isControllerMethod(span.name))?.name,
     params: s.params,
   }),
   unpack: (s: Partial<RoutingData>, summary) => ({
     method: s.method ?? summary.method,
     path: s.path ?? pagePathOf(summary),
     route: s.route,
+    handler: s.handler,
     params: orEmpty(s.params),
   }),
   badge: (data) => data.route ?? (data.path ? 'no route' : undefined),

@@ -21,6 +21,7 @@ import { redactChecks } from './checks.js';
 import type { Check } from '../recording/checks.js';
 import type { Dump } from '../recording/dump.js';
 import { redactDumps } from './dumps.js';
+import { handlerNamed } from '../recording/handler-name.js';
 import type { CapturedTranslations } from '../recording/capture.js';
 
 export interface RecordOptions {
@@ -53,7 +54,7 @@ export interface RecordSummary {
   duration: number;
   /** The OpenTelemetry trace id it ran under. */
   trace?: string | null;
-  /** What the list shows beside the URL: a GraphQL request's operations ("query GetUser"). */
+  /** What the list shows beside the URL: a GraphQL request's operations ("query GetUser"), or the handler a framework named (Nest's "ArticlesController.findOne"). */
   label?: string | null;
   /** Why it failed where its status does not say: FAILED bits (0: it did not, as far as the record shows). */
   failed?: number;
@@ -209,6 +210,9 @@ function redactedRecord(c: Captured, options: RecordOptions): { summary: RecordS
   if (operations !== undefined) {
     summary.label = graphqlLabel(operations);
     if (operations.some((op) => op.errors !== undefined && op.errors.length > 0)) summary.failed = (summary.failed ?? 0) | FAILED.graphql;
+  } else {
+    // Where a framework names the route's handler (Nest's Controller.method), the list and search name it too.
+    summary.label = handlerNamed(c.trail);
   }
   const record: ProfileRecord = {
     ttfb: round(c.ttfb),

@@ -127,6 +127,7 @@ export function toolbarSummary(profile: Profile) {
     method: profile.method,
     url: profile.url,
     route: c.routing?.route ?? null,
+    handler: c.routing?.handler ?? null,
     duration: profile.duration,
     rss: c.performance?.rss ?? null,
     queries: c.db?.count ?? 0,
