@@ -8,6 +8,9 @@ export interface PostgresServer {
   /** Stop it (fast shutdown: connections are closed) and start it again on the same port and data. */
   pause(): void;
   resume(): void;
+  /** Stop its processes where they are (SIGSTOP): connections stay open, nothing answers. thaw() lets them go on. */
+  freeze(): void;
+  thaw(): void;
   /** Stop it and remove its data. */
   stop(): void;
 }

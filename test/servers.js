@@ -37,10 +37,23 @@ function postgresBinaries() {
   return versions[0] && path.join(dir, versions[0], 'bin');
 }
 
+/** A PostgreSQL server's postmaster and its children (backends, background workers). */
+function postgresProcesses(data) {
+  const postmaster = Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  let children = '';
+  try {
+    children = execFileSync('pgrep', ['-P', String(postmaster)]).toString();
+  } catch {
+    // None.
+  }
+  return [postmaster, ...children.split('\n').filter(Boolean).map(Number)];
+}
+
 /**
  * A PostgreSQL server of its own, on a private port and data directory; or why there is none.
  * pause() stops it (fast shutdown: connections are closed), resume() starts it again on the same
- * port and data, stop() stops it and removes its data.
+ * port and data; freeze() stops its processes where they are (a server that no longer answers),
+ * thaw() lets them go on; stop() stops it and removes its data.
  */
 export async function startPostgres() {
   const bin = postgresBinaries();
@@ -60,6 +73,9 @@ export async function startPostgres() {
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     pause: () => void as('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']),
+    // Every process of it stopped, postmaster first (it forks no more): connections stay open and nothing answers.
+    freeze: () => { for (const pid of postgresProcesses(data)) process.kill(pid, 'SIGSTOP'); },
+    thaw: () => { for (const pid of postgresProcesses(data).reverse()) process.kill(pid, 'SIGCONT'); },
     resume: () => void start(),
     stop() {
       try {
