@@ -7,8 +7,8 @@ import { CORS_OPTIONS } from '../recording/cors-options.js';
 
 /** A check as the panel shows it: where the profiler learnt of it. */
 export interface ShownCheck extends Check {
-  /** recorded: the library told it as it ran; error: the error it passed to Express; response: what the app answered with; headers: read off the exchange. */
-  from: 'recorded' | 'error' | 'response' | 'headers';
+  /** recorded: the library told it as it ran; error: the error it passed to Express; response: what the app answered with; headers: read off the exchange; middleware: read off the exchange, beside the options of the cors() middleware it passed. */
+  from: 'recorded' | 'error' | 'response' | 'headers' | 'middleware';
 }
 
 export interface SecurityData {
@@ -44,7 +44,7 @@ export const security: CorePanel<SecurityData> = {
       if (found !== undefined) checks.push({ ...found, from: 'response' });
     }
     const cors = corsOf(s, made);
-    if (cors !== undefined) checks.push({ ...cors, from: 'headers' });
+    if (cors !== undefined) checks.push({ ...cors, from: made === undefined ? 'headers' : 'middleware' });
     if (checks.length === 0) return undefined;
     for (const c of checks) c.reason = reasonOf(c);
     return { checks, refused: checks.filter((c) => c.verdict !== 'passed').length };
