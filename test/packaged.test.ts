@@ -162,16 +162,18 @@ describe('a CommonJS project tested by jest with supertest', () => {
   // jest 26 (which apps still lock) has a module registry that knew no node: specifiers.
   // jest 26 with the Express and supertest of its day (Express 5 and supertest 7 require node: builtins too).
   it.each([
-    ['30', 'jest30', { supertest: 'supertest' }],
-    ['29', 'jest', { supertest: 'supertest' }],
-    ['26', 'jest26', { supertest: 'supertest6', express: 'express4' }],
-  ])('under jest %s its tests pass, and jest exits by itself', async (_version, jest, packages) => {
+    ['30', 'jest30', { supertest: 'supertest' }, []],
+    ['29', 'jest', { supertest: 'supertest' }, []],
+    // Coverage (babel-plugin-istanbul) puts counters in the code and moves every line: the lines named are still the source's.
+    ['29 with coverage', 'jest', { supertest: 'supertest' }, ['--coverage', '--coverageReporters=text-summary']],
+    ['26', 'jest26', { supertest: 'supertest6', express: 'express4' }, []],
+  ])('under jest %s its tests pass, and jest exits by itself', async (_version, jest, packages, options) => {
     // Copied: jest's module map does not follow a linked package.
     const dir = install('jest-cjs', {}, packages);
     // Each jest with its own node environment (the project's node_modules hold 29's at the top).
     const environment = createRequire(path.resolve('node_modules', jest, 'package.json')).resolve('jest-environment-node');
-    const { stdout, stderr } = await node(dir, path.resolve('node_modules', jest, 'bin/jest.js'), '--ci', '--colors=false', `--testEnvironment=${environment}`);
-    expect(stderr).toMatch(/Tests:\s+3 passed, 3 total/);
+    const { stdout, stderr } = await node(dir, path.resolve('node_modules', jest, 'bin/jest.js'), '--ci', '--colors=false', `--testEnvironment=${environment}`, ...options);
+    expect(stderr).toMatch(/Tests:\s+4 passed, 4 total/);
     expect(stdout + stderr).not.toMatch(/did not exit|open handle/i);
     // jest names where each console line came from: the app's line, not the profiler's.
     expect(stdout + stderr).toMatch(/hello from the route\s+at [^\n]*app\.js:10:/);

@@ -55,6 +55,9 @@ export function callerFrames(max: number): string[] {
 export function stackOf(depth: number, above: Function): Site[] {
   const limit = Error.stackTraceLimit;
   const prepare = Error.prepareStackTrace;
+  // Node formats a stack of another realm's (jest's test context) with the main realm's function when that realm has none.
+  const formats = prepare ?? MainError.prepareStackTrace;
+  if (formats !== installed) mapping = mappingOf((installed = formats));
   const holder: { stack?: Site[] } = {};
   Error.stackTraceLimit = depth;
   Error.prepareStackTrace = sites as typeof Error.prepareStackTrace;
@@ -77,9 +80,64 @@ function appLine(site: Site): string | undefined {
   const file = name.startsWith('file://') ? fileURLToPath(name) : name;
   if (!path.isAbsolute(file)) return undefined;
   try {
-    return original(name, file, site.getLineNumber() ?? 0, site.getColumnNumber() ?? 0);
+    return (mapping === undefined ? undefined : mapping(site, file)) ?? original(name, file, site.getLineNumber() ?? 0, site.getColumnNumber() ?? 0);
   } catch {
     return undefined;
+  }
+}
+
+/** The Error.prepareStackTrace the app's tools had installed when a stack was last read, and what maps a frame through it. */
+let installed: unknown;
+let mapping: ((site: Site, file: string) => string | undefined) | undefined;
+const PROBE = new Error();
+
+/** The main realm's Error, from code that runs in another (a vm context, as jest runs tests): Node's own functions are the main realm's. */
+const MainError: ErrorConstructor = (() => {
+  try {
+    return ((process.emitWarning as unknown as { constructor: FunctionConstructor }).constructor('return Error') as () => ErrorConstructor)();
+  } catch {
+    return Error;
+  }
+})();
+
+/**
+ * A frame's line as the app's tools print it in a stack, where a tool that transforms code
+ * installed an Error.prepareStackTrace that maps it back: jest (babel, ts-jest, and istanbul's
+ * coverage counters, which move every line; jest 30's own formatter), vitest's module runner,
+ * ts-node, source-map-support. Node's own source maps know nothing of the code they ran: the frame
+ * is formatted by their function and its position read back. A function that gives no such text
+ * (one of the app's that returns something else) is not asked again.
+ */
+function mappingOf(prepare: unknown): typeof mapping {
+  if (typeof prepare !== 'function') return undefined;
+  let usable = true;
+  // A statement repeated in a loop asks for the same frame each time: each is formatted once.
+  const seen = new Map<string, string | undefined>();
+  return (site, file) => {
+    if (!usable) return undefined;
+    const key = `${file}:${site.getLineNumber()}:${site.getColumnNumber()}`;
+    if (seen.has(key)) return seen.get(key);
+    if (seen.size >= 10_000) seen.clear();
+    const found = formatted(site, file);
+    seen.set(key, found);
+    return found;
+  };
+  function formatted(site: Site, file: string): string | undefined {
+    let text: unknown;
+    try {
+      text = (prepare as (e: Error, sites: Site[]) => unknown)(PROBE, [site]);
+    } catch {
+      text = undefined;
+    }
+    // Its last line: `at fn (file:line:column)`, or `at file:line:column`.
+    const line = typeof text === 'string' ? text.slice(text.lastIndexOf('\n') + 1).trim() : '';
+    const at = line.startsWith('at ') ? /^(.*):(\d+):\d+$/.exec(line.endsWith(')') ? line.slice(line.lastIndexOf('(') + 1, -1) : line.slice(3)) : null;
+    if (at === null) {
+      usable = false;
+      return undefined;
+    }
+    const source = at[1].startsWith('file://') ? fileURLToPath(at[1]) : path.resolve(path.dirname(file), at[1]);
+    return `${source}:${at[2]}`;
   }
 }
 
