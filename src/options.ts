@@ -73,6 +73,13 @@ export interface ProfilerOptions {
   /** Keep the values of the locals each view is rendered with (redacted, within 8 KiB a render), not only their names. Default off. */
   viewLocals?: boolean;
   /**
+   * The app's own files to pass over, as library code, when naming the line that ran a statement,
+   * a call, a log line or an answer: its database wrapper, its logger, its HTTP client (Laravel
+   * Debugbar's backtrace_exclude_paths). A string is a file or a folder, relative to the working
+   * directory or absolute; a RegExp is tested on the file's path. Default none.
+   */
+  skipFrames?: (string | RegExp)[];
+  /**
    * Requests not to record. `paths`: a string is a path and what lies under it (`/health` takes
    * `/health` and `/health/db`), a RegExp is tested on the path; `statuses`: responses with these
    * statuses are not stored. Default none: hiding 404s hides bugs.
@@ -120,6 +127,7 @@ export interface ResolvedOptions {
   linkHosts: string[];
   serverTiming: boolean;
   viewLocals: boolean;
+  skipFrames: (string | RegExp)[];
   traceUrl: string | undefined;
   heapAndGc: boolean;
   aiContent: boolean;
@@ -188,10 +196,20 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
     linkHosts: (options.linkHosts ?? []).map((h) => h.toLowerCase()),
     serverTiming: options.serverTiming ?? false,
     viewLocals: options.viewLocals ?? false,
+    skipFrames: skipFramesOf(options.skipFrames),
     traceUrl: options.traceUrl,
     heapAndGc: options.heapAndGc ?? false,
     aiContent: options.aiContent ?? false,
     exclude: { paths: options.exclude?.paths ?? [], statuses: options.exclude?.statuses ?? [] },
     panels: [...corePanels, ...(options.collectors ?? [])],
   };
+}
+
+/** skipFrames as given, its paths made absolute; anything else is the app's mistake, said at once. */
+function skipFramesOf(given: unknown): (string | RegExp)[] {
+  if (given === undefined) return [];
+  if (!Array.isArray(given) || !given.every((p) => (typeof p === 'string' && p !== '') || p instanceof RegExp)) {
+    throw new TypeError('webProfiler: skipFrames must be an array of paths (strings) and RegExps');
+  }
+  return given.map((p) => (typeof p === 'string' ? path.resolve(p) : p));
 }

@@ -29,6 +29,7 @@ import type { RecorderSettings, WorkContext } from './recording/context.js';
 import { commandStarted, runCommand } from './recording/command.js';
 import { hookEsmDrizzle } from './instruments/drizzle.js';
 import { instrumentNest } from './instruments/nestjs.js';
+import { skipFrames } from './recording/caller.js';
 import { instrumentWinston } from './instruments/winston-writes.js';
 import { ExplainRegistry } from './web/explain.js';
 import { appInfo } from './recording/app-info.js';
@@ -109,6 +110,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const writer = new ProfileWriter({ database, schema, instance, maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys }, options.onError);
   const storage = pageStorage(database, schema, (token) => writer.taken.add(token));
   const tellOwn = onceEach(options.onError);
+  skipFrames(options.skipFrames);
   captureConsole();
   hookLoadedRouters();
   recordHttpCalls(tellOwn);

@@ -29,6 +29,14 @@ function detachedLibrary(): { later(fn: () => unknown): Promise<unknown> } {
   return createRequire(path.join(dir, '..', '..', 'x.js'))('detached-orm');
 }
 
+/** The app's own database helper, in a file of its own as apps write one: every statement goes through its line. */
+const WRAPPER = (() => {
+  const file = path.join(tempDir(), 'db.cjs');
+  writeFileSync(file, 'exports.query = (db, sql, ...params) => db.prepare(sql).all(...params);\n');
+  return file;
+})();
+const { query: wrapped } = createRequire(WRAPPER)(WRAPPER) as { query(db: Database.Database, sql: string, ...params: unknown[]): unknown[] };
+
 /** An app of the shapes real code has, on a better-sqlite3 file database of its own. */
 async function start(options: ProfilerOptions = {}) {
   const file = path.join(tempDir(), 'app.sqlite');
@@ -92,6 +100,12 @@ async function start(options: ProfilerOptions = {}) {
     db.prepare('SELECT id FROM users WHERE name = @name AND password = @password').get({ name: 'user2', password: 'new-secret-pw' });
     db.prepare("SELECT id FROM users WHERE password = 'literal-secret-pw'").get();
     res.sendStatus(204);
+  });
+  app.get('/wrapped', (_req, res) => {
+    const users = wrapped(db, 'SELECT id FROM users');
+    const posts = wrapped(db, 'SELECT id FROM posts');
+    const named = wrapped(db, 'SELECT name FROM users WHERE id = ?', 1);
+    res.json({ users: users.length, posts: posts.length, named });
   });
   app.get('/many', (_req, res) => {
     const stmt = db.prepare('SELECT ? AS n');
@@ -175,7 +189,7 @@ describe('database queries: better-sqlite3, no setup', () => {
     expect(db.queries.some((q: any) => /profiles|profile_data/.test(q.sql))).toBe(false);
   });
 
-  it('a statement with no line of the app\'s on its stack takes the line that answered, marked as such', async () => {
+  it('a statement with no line of the app\'s on its stack says it ran from a callback, and where the request answered', async () => {
     const app = await start();
     const { token, body } = await call(app.url, '/detached');
     expect(JSON.parse(body)).toEqual({ users: 8 });
@@ -183,10 +197,27 @@ describe('database queries: better-sqlite3, no setup', () => {
     expect(db.queries).toHaveLength(1);
     expect(db.queries[0]).toMatchObject({ sql: 'SELECT id FROM users', callerFrom: 'response', caller: expect.stringMatching(new RegExp(`^${THIS_FILE.replace(/[.]/g, '\\.')}:\\d+$`)) });
     const page = await (await fetch(`${app.url}/_profiler/${token}?panel=db`)).text();
-    expect(page).toContain('(answered here)');
+    // The line that answered is not presented as the statement's caller.
+    expect(page).toMatch(/ran from a callback<\/abbr>; the request answered at [^<]*queries\.test\.ts:\d+/);
     // A statement that had its own line keeps it, unmarked.
     const sync = await panel(app.url, (await call(app.url, '/sync')).token, 'db', app.profiler);
     expect(sync.queries.every((q: any) => q.callerFrom === undefined && q.caller !== undefined)).toBe(true);
+  });
+
+  it('an app\'s own wrapper: the panel says every statement ran from its line; named in skipFrames, each is named by the line that called it', async () => {
+    const line = (text: string) => `${THIS_FILE}:${readFileSync(THIS_FILE, 'utf8').split('\n').findIndex((l) => l.includes(text)) + 1}`;
+    const before = await start();
+    const { token } = await call(before.url, '/wrapped');
+    const db = await panel(before.url, token, 'db', before.profiler);
+    expect(db.queries.map((q: any) => q.caller)).toEqual([`${WRAPPER}:1`, `${WRAPPER}:1`, `${WRAPPER}:1`]);
+    expect(db.oneCaller).toBe(`${WRAPPER}:1`);
+    expect(await (await fetch(`${before.url}/_profiler/${token}?panel=db`)).text()).toContain('name its file in the <span class="mono">skipFrames</span> option');
+    // Passed over as library code (a folder, as given): the route's lines.
+    const after = await start({ skipFrames: [path.dirname(WRAPPER)] });
+    const skipped = await panel(after.url, (await call(after.url, '/wrapped')).token, 'db', after.profiler);
+    expect(skipped.queries.map((q: any) => q.caller)).toEqual([line("wrapped(db, 'SELECT id FROM users')"), line("wrapped(db, 'SELECT id FROM posts')"), line("wrapped(db, 'SELECT name FROM users")]);
+    expect(skipped.oneCaller).toBeUndefined();
+    expect(() => webProfiler({ database: ':memory:', skipFrames: 'src/db.js' as unknown as string[] })).toThrow(/skipFrames must be an array/);
   });
 
   it('gives queries after awaits to their own request, with requests finishing out of order', async () => {

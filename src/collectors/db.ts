@@ -54,6 +54,8 @@ export interface DbData {
   slow: number;
   errors: number;
   slowThreshold: number;
+  /** The one line every statement ran from, when three different ones or more did: likely the app's own wrapper (see skipFrames). */
+  oneCaller?: string;
 }
 
 /** A statement run this many times from the same line in one request is flagged. */
@@ -118,7 +120,10 @@ export const db: CorePanel<DbData> = {
       return { ...g, time: Math.round(g.time * 1000) / 1000, callers, nPlusOne: callers.some((c) => c.count >= N_PLUS_ONE) };
     });
     for (const q of queries) q.nPlusOne = list[q.group].nPlusOne && (list[q.group].callers.find((c) => c.caller === (q.caller ?? '(unknown)'))?.count ?? 0) >= N_PLUS_ONE;
+    const callers = new Set(queries.map((q) => (q.callerFrom === undefined ? q.caller : undefined)));
+    const [only] = callers;
     return {
+      ...(list.length >= 3 && callers.size === 1 && only !== undefined ? { oneCaller: only } : {}),
       count: inside.queryCount,
       time: inside.queryTime,
       queries,

@@ -11,6 +11,13 @@ const isOwn = (name: string) => (name.startsWith(OWN_URL) && !name.startsWith(DE
 const NODE_MODULES = `${path.sep}node_modules${path.sep}`;
 
 type Site = NodeJS.CallSite;
+
+/** The app's files it asked to pass over (its skipFrames option), of every profiler of the process. */
+const skipped: (string | RegExp)[] = [];
+
+export function skipFrames(paths: (string | RegExp)[]): void {
+  for (const p of paths) if (!skipped.some((q) => String(q) === String(p))) skipped.push(p);
+}
 const sites = (_: Error, stack: Site[]) => stack;
 
 /**
@@ -72,13 +79,13 @@ export function stackOf(depth: number, above: Function): Site[] {
   }
 }
 
-/** `file:line` of a frame of the app's own, or undefined for Node's, a library's or this package's. */
+/** `file:line` of a frame of the app's own, or undefined for Node's, a library's, this package's or one the app asked to pass over. */
 function appLine(site: Site): string | undefined {
   const name = site.getFileName();
   // Tested on the name as V8 has it (a path, or a file: URL for an ES module): converting each costs more than the stack.
   if (name === undefined || name === null || name.startsWith('node:') || isOwn(name) || name.includes('/node_modules/') || name.includes(NODE_MODULES)) return undefined;
   const file = name.startsWith('file://') ? fileURLToPath(name) : name;
-  if (!path.isAbsolute(file)) return undefined;
+  if (!path.isAbsolute(file) || (skipped.length > 0 && skipped.some((p) => (typeof p === 'string' ? file === p || file.startsWith(p + path.sep) : p.test(file))))) return undefined;
   try {
     return (mapping === undefined ? undefined : mapping(site, file)) ?? original(name, file, site.getLineNumber() ?? 0, site.getColumnNumber() ?? 0);
   } catch {

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { currentContext, type RequestContext, type WorkContext } from './context.js';
 import { callerFrame } from './caller.js';
+import { isControllerMethod } from './handler-name.js';
 
 /** One statement a database driver ran for the request. Times are ms since the request arrived. */
 export interface QueryEntry {
@@ -214,11 +215,11 @@ export function answeredFrom(ctx: RequestContext): void {
   }
 }
 
-/** The name of the route's handler: its last layer with a name of its own. */
+/** The name a framework gave the route's handler (Nest's Controller.method): a wrapper's name (express-async-handler's asyncUtilWrap) is no caller. */
 function handlerOf(layers: unknown[] | undefined): string | undefined {
   for (let i = (layers?.length ?? 0) - 1; i >= 0; i--) {
     const name = (layers![i] as { name?: unknown })?.name;
-    if (typeof name === 'string' && name !== '' && name !== '<anonymous>') return name;
+    if (typeof name === 'string' && isControllerMethod(name)) return name;
   }
   return undefined;
 }
