@@ -171,6 +171,27 @@ describe.skipIf(!url)('the cache panel: Redis commands against a real redis-serv
     expect(bar).toMatch(/Cache<\/span> <span class="wp-wdt-mono">5 in [^<]+ · 3\/5 hit/);
   });
 
+  it('ioredis 6: commands sent before its connection is ready are each in the profile of the request that sent them', async () => {
+    // A client of its own, connecting on its first command: the first requests' commands wait in its offline queue.
+    const fresh = new Redis(url, { lazyConnect: true });
+    const app = express();
+    app.use(profiler);
+    app.get('/fresh/:key', async (req, res) => res.json({ value: await fresh.get(`fresh:${req.params.key}`) }));
+    const own = await listen(app);
+    try {
+      const answers = await Promise.all(['a', 'b', 'c'].map((key) => fetch(`${own.url}/fresh/${key}`)));
+      for (const [i, res] of answers.entries()) {
+        expect(res.status).toBe(200);
+        const data = (await (await fetch(`${own.url}/_profiler/${res.headers.get('x-debug-token')}?panel=cache`, { headers: { accept: 'application/json' } })).json()).data;
+        // The first also carries what ioredis sends as it connects (INFO, CLIENT SETINFO): it waited for them.
+        expect(data.commands.filter((c: { command: string }) => c.command.toLowerCase() === 'get').map((c: { keys: string[] }) => c.keys)).toEqual([[`fresh:${'abc'[i]}`]]);
+      }
+    } finally {
+      await own.close();
+      await fresh.quit();
+    }
+  });
+
   it('runs in CI', () => {
     if (process.env.CI) expect(inject('redisMissing')).toBe('');
   });

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { batchEnded, batchSentNothing, batchStarted, commandEnded, commandStarted } from '../recording/commands.js';
 import { requestOf } from '../recording/inside.js';
+import type { WorkContext } from '../recording/context.js';
 import { ownerOf, type DriverAdapter } from './driver.js';
 import { subscribeRedisChannels } from './redis-channels.js';
 
@@ -36,8 +37,10 @@ export const ioredis: DriverAdapter = {
   hook(loaded, file, tell) {
     const redis = ownerOf((loaded as Module).prototype, 'sendCommand');
     if (redis === undefined) return;
-    if (typeof redis._buildCommandContext === 'function') subscribeRedisChannels('ioredis', 'ioredis', { pairs: true, nameFirst: false, batches: false });
-    else if (!hooked.has(redis)) {
+    if (typeof redis._buildCommandContext === 'function') {
+      subscribeRedisChannels('ioredis', 'ioredis', { pairs: true, nameFirst: false, batches: false }, sentFrom);
+      hookOfflineQueue(redis);
+    } else if (!hooked.has(redis)) {
       hooked.add(redis);
       const sendCommand = redis.sendCommand as (this: unknown, command: Command, ...rest: unknown[]) => unknown;
       redis.sendCommand = function (this: unknown, command: Command, ...rest: unknown[]) {
@@ -48,6 +51,37 @@ export const ioredis: DriverAdapter = {
     hookPipeline((loaded as Module).Pipeline?.prototype ?? pipelineOf(file), tell);
   },
 };
+
+/** Each command's unit of work as the app sent it (null: none), for ioredis ≥ 5.11, which publishes a command only as it is written. */
+const sentIn = new WeakMap<object, WorkContext | null>();
+/** The traced message of a command written, to the unit of work it was sent in. */
+const traced = new WeakMap<object, WorkContext | null>();
+
+/** The unit of work a traced message's command was sent in, when it was seen being sent: else the running one is asked for. */
+const sentFrom = (message: object): WorkContext | null | undefined => traced.get(message);
+
+/**
+ * A command sent before the connection is ready (the first requests after a start, a reconnect)
+ * waits in ioredis's offline queue and is written, and published, when the queue is flushed, in
+ * the connection's own context: the unit of work that sent it is kept with it at its first send,
+ * and given to the message ioredis builds for it when it is written.
+ */
+function hookOfflineQueue(redis: Record<string, unknown>): void {
+  if (hooked.has(redis)) return;
+  hooked.add(redis);
+  const sendCommand = redis.sendCommand as (this: unknown, command: object, ...rest: unknown[]) => unknown;
+  const build = redis._buildCommandContext as (this: unknown, command: object) => object;
+  redis.sendCommand = function (this: unknown, command: object, ...rest: unknown[]) {
+    if (command !== null && typeof command === 'object' && !sentIn.has(command)) sentIn.set(command, requestOf() ?? null);
+    return sendCommand.call(this, command, ...rest);
+  };
+  redis._buildCommandContext = function (this: unknown, command: object) {
+    const message = build.call(this, command);
+    const ctx = sentIn.get(command);
+    if (ctx !== undefined && message !== null && typeof message === 'object') traced.set(message, ctx);
+    return message;
+  };
+}
 
 /** A command seen once (ioredis sends one again after a reconnect): its reply ends it. */
 function follow(command: Command): void {

@@ -24,7 +24,7 @@ const subscribed = new Set<string>();
  * batch channel (ioredis publishes MULTI there after it has sent its commands: it is followed at
  * its Pipeline#exec instead).
  */
-export function subscribeRedisChannels(client: string, prefix: string, { pairs, nameFirst, batches }: { pairs: boolean; nameFirst: boolean; batches: boolean }): void {
+export function subscribeRedisChannels(client: string, prefix: string, { pairs, nameFirst, batches }: { pairs: boolean; nameFirst: boolean; batches: boolean }, sentFrom?: (message: object) => WorkContext | null | undefined): void {
   if (subscribed.has(prefix) || typeof dc.tracingChannel !== 'function') return;
   subscribed.add(prefix);
   const open = new WeakMap<object, { ctx: WorkContext; entry: CommandEntry | undefined; opened?: () => void }>();
@@ -40,7 +40,9 @@ export function subscribeRedisChannels(client: string, prefix: string, { pairs, 
     start(message) {
       // What a subscriber throws, Node rethrows as an uncaught exception: nothing here may throw.
       try {
-        const ctx = requestOf();
+        // A command the client kept until its connection was ready is written outside the work that sent it (see ioredis.ts).
+        const sent = sentFrom?.(message as object);
+        const ctx = sent === undefined ? requestOf() : (sent ?? undefined);
         const m = message as Traced;
         if (ctx === undefined) return;
         const args = Array.isArray(m.args) ? (nameFirst ? m.args.slice(1) : m.args) : [];
