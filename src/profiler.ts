@@ -186,6 +186,8 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   // What the app's tests read (express-web-profiler/testing): a profile at once, and the requests that failed.
   const readable: Readable = {
     async read(token) {
+      // A request whose work after its response still runs is read once that work is done (within the bound it has).
+      if (record.lingers(token)) await requestFinished(token, 5_000);
       // Written at once, as flush() writes (a test process may have nothing else keeping it alive while it waits).
       record.finishEnded();
       writer.flush();
@@ -219,12 +221,12 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     stopped: () => writer.stopped,
     store: storage.read,
     flush: () => {
-      record.finishEnded();
+      record.finishEnded(true);
       return writer.flush();
     },
     close: () => {
       unanswer();
-      record.finishEnded();
+      record.finishEnded(true);
       writer.close();
       storage.close();
     },

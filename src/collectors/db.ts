@@ -1,7 +1,7 @@
 import type { ErrorSummary } from '../recording/inside-capture.js';
 import type { RecordedQuery } from '../redaction/record.js';
 import type { CorePanel } from './collector.js';
-import { duration, layerAt } from './inside-layers.js';
+import { afterResponse, duration, layerAt, type AfterResponse } from './inside-layers.js';
 import { runnableSql } from '../redaction/sql.js';
 
 export interface QueryData {
@@ -20,6 +20,8 @@ export interface QueryData {
   rows?: number;
   error?: ErrorSummary;
   caller?: string;
+  /** Run after the response went out, or ended after it: see AfterResponse. */
+  after?: AfterResponse;
   /** Where `caller` came from when the statement's own stack held none of the app's lines: the line that answered (`response`), or the route handler's name (`handler`). */
   callerFrom?: 'response' | 'handler';
   layer?: string;
@@ -110,6 +112,8 @@ export const db: CorePanel<DbData> = {
       if (q.error !== undefined) data.error = q.error;
       if (q.caller !== undefined) data.caller = q.caller;
       if (q.callerFrom !== undefined) data.callerFrom = q.callerFrom;
+      const after = afterResponse(q.start, q.end, s.duration);
+      if (after !== undefined) data.after = after;
       const layer = layerAt(s.spans, q.start);
       if (layer !== undefined) data.layer = layer;
       return data;

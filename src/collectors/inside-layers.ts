@@ -17,3 +17,11 @@ export function layerAt(spans: Span[], ms: number): string | undefined {
 }
 
 export const duration = (start: number, end: number) => Math.round(Math.max(end - start, 0) * 1000) / 1000;
+
+/** Work a request did after its response went out (see recording/recorder.ts, lingering): started after it, or started before and ended after. */
+export type AfterResponse = 'started' | 'ended';
+
+export function afterResponse(start: number, end: number, answered: number): AfterResponse | undefined {
+  if (start >= answered) return 'started';
+  return end > answered ? 'ended' : undefined;
+}

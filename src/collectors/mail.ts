@@ -1,11 +1,13 @@
 import type { ErrorSummary } from '../recording/inside-capture.js';
 import type { StoredContent, StoredMail } from '../redaction/mail.js';
 import type { CorePanel } from './collector.js';
-import { duration } from './inside-layers.js';
+import { duration, afterResponse, type AfterResponse } from './inside-layers.js';
 
 export interface MessageData {
   /** 1, 2, … in the request: the preview is at /_profiler/<token>/mail/<n>, the message at …/<n>.eml. */
   n: number;
+  /** Sent after the response went out, or answered by the transport after it: see AfterResponse. */
+  after?: AfterResponse;
   subject?: string;
   from: string[];
   to: string[];
@@ -38,7 +40,7 @@ export interface MailData {
 
 const list = (value: unknown): string[] => (Array.isArray(value) ? value.map(String) : value === undefined ? [] : [String(value)]);
 
-export function messageData(m: StoredMail, n: number): MessageData {
+export function messageData(m: StoredMail, n: number, answered: number): MessageData {
   const info = (m.info ?? {}) as { messageId?: unknown; accepted?: unknown; rejected?: unknown; response?: unknown };
   const data: MessageData = {
     n,
@@ -61,6 +63,8 @@ export function messageData(m: StoredMail, n: number): MessageData {
       size: a.size ?? (typeof a.content === 'string' ? Buffer.byteLength(a.content) : a.content && 'base64' in a.content ? Buffer.byteLength(a.content.base64, 'base64') : undefined),
     })),
   };
+  const after = afterResponse(m.start, m.end, answered);
+  if (after !== undefined) data.after = after;
   if (m.message.cut) data.cut = true;
   if (m.error !== undefined) data.error = m.error;
   if (info.accepted !== undefined) data.accepted = info.accepted;
@@ -75,7 +79,7 @@ export const mail: CorePanel<MailData> = {
   collect(s) {
     const recorded = s.inside?.mails;
     if (recorded === undefined || recorded.length === 0) return undefined;
-    const messages = recorded.map((m, i) => messageData(m, i + 1));
+    const messages = recorded.map((m, i) => messageData(m, i + 1, s.duration));
     return { count: messages.length, errors: messages.filter((m) => m.error).length, messages };
   },
   badge: (data) => data.count,

@@ -1,4 +1,5 @@
 import { queryEnded, queryStarted, requestOf } from '../recording/inside.js';
+import { runAs } from '../recording/context.js';
 import type { DriverAdapter } from './driver.js';
 
 type Fn = (this: unknown, ...args: unknown[]) => unknown;
@@ -76,7 +77,8 @@ function timed(original: Fn, method: string, sqlOf: (self: unknown, args: unknow
       const callback = args[complete] as Fn;
       copy[complete] = function (this: unknown, err: unknown, result: unknown, ...more: unknown[]) {
         queryEnded(ctx, entry, err ? undefined : method === 'each' ? rows : rowsOf(method, this, result), err ?? undefined);
-        return callback.call(this, err, result, ...more);
+        // node-sqlite3 calls back outside the async context it was called in: what the callback does is the request's all the same (the profiler's own context only).
+        return runAs(ctx, () => callback.call(this, err, result, ...more));
       };
       return call(original, this, copy, onDatabase);
     },

@@ -92,7 +92,7 @@ export function recorder(deps: RecorderDeps) {
     if (cpu !== undefined) startCpu(ctx, cpu);
     loopStarted(ctx);
     requestStarted(ctx, next);
-  }, { finishEnded: () => finishEnded(settings), settings });
+  }, { finishEnded: (late = false) => finishEnded(settings, late), lingers: (token: string) => lingering.has(token), settings });
 }
 
 /** The profile of the request that made this call, when the caller runs a profiler too (see inside/http-client.ts). */
@@ -107,9 +107,51 @@ export const kProfileCpu = Symbol('web-profiler.cpu');
 /** Responses the app has ended whose 'close' has not come yet: what flush() must not miss. */
 const ended = new Set<Tracked>();
 
-/** Finish now the requests of `recorder` whose responses the app has ended: flush() then stores every answered request. */
-function finishEnded(recorder: RecorderSettings): void {
+/**
+ * Finish now the requests of `recorder` whose responses the app has ended: flush() then stores
+ * every answered request; `late`: those whose work after the response is still running too, as
+ * they are (flush() and close(); a page waits for them instead).
+ */
+function finishEnded(recorder: RecorderSettings, late: boolean): void {
   for (const res of ended) if (res[kContext]?.recorder === recorder) finish.call(res);
+  if (late) for (const ctx of lingering.values()) if (ctx.recorder === recorder) complete(ctx);
+}
+
+/**
+ * Requests answered while work they started still runs (a mail sent without awaiting it, a query,
+ * a call), by token: their profile waits for that work, up to LATE_MS, so that it has the mail's
+ * answer and the query's rows; what the request's own context records meanwhile is its too, after
+ * the response (Symfony's late collectors). A request with nothing running is stored at once.
+ */
+const lingering = new Map<string, RequestContext>();
+const LATE_MS = 2_000;
+/** How often lingering requests are looked at: their work ends in the app's callbacks, which the profiler does not wrap for this. */
+const LATE_CHECK_MS = 10;
+let lateTimer: NodeJS.Timeout | undefined;
+
+function stillWorking(ctx: RequestContext): boolean {
+  const inside = ctx.inside;
+  if (inside === undefined) return false;
+  const running = (entries: { end: number }[]) => entries.some((e) => e.end < 0);
+  return running(inside.queries) || running(inside.calls) || running(inside.commands) || running(inside.mails) || running(inside.ai);
+}
+
+function lookAtLingering(): void {
+  lateTimer = undefined;
+  const now = performance.now();
+  for (const ctx of lingering.values()) if (!stillWorking(ctx) || now - ctx.start - ctx.end >= LATE_MS) complete(ctx);
+  if (lingering.size > 0) lateTimer = setTimeout(lookAtLingering, LATE_CHECK_MS).unref();
+}
+
+/** The request's profile is made: what it recorded is handed to storage, and a page waiting for it is told. */
+function complete(ctx: RequestContext): void {
+  lingering.delete(ctx.token);
+  try {
+    ctx.recorder.done(ctx);
+  } catch (err) {
+    ctx.recorder.failed(err);
+  }
+  if (awaited.size !== 0) awaited.get(ctx.token)?.settle();
 }
 
 /** Pages waiting for a request that was still running when its profile was asked for, by token: its end, and what tells them. */
@@ -145,12 +187,13 @@ function finish(this: Tracked) {
     if (ctx.ttfb < 0) ctx.ttfb = ctx.end;
     if (ctx.cpu !== undefined) stopCpu(ctx);
     loopFinished(ctx);
-    ctx.recorder.done(ctx);
-    if (awaited.size !== 0) awaited.get(ctx.token)?.settle();
   } catch (err) {
     // After the response, on an event of the app's: nothing may be thrown from here.
     ctx.recorder.failed(err);
   }
+  if (!stillWorking(ctx)) return complete(ctx);
+  lingering.set(ctx.token, ctx);
+  lateTimer ??= setTimeout(lookAtLingering, LATE_CHECK_MS).unref();
 }
 
 /** A response chunk as bytes or text: what Node itself accepts. Anything else is the app's mistake, which Node reports. */
