@@ -116,7 +116,8 @@ const MainError: ErrorConstructor = (() => {
  * (one of the app's that returns something else) is not asked again.
  */
 function mappingOf(prepare: unknown): typeof mapping {
-  if (typeof prepare !== 'function') return undefined;
+  // Node's own (the default Error.prepareStackTrace from Node 22) maps what its source maps know, as original() does.
+  if (typeof prepare !== 'function' || prepare.name === 'ErrorPrepareStackTrace') return undefined;
   let usable = true;
   // A statement repeated in a loop asks for the same frame each time: each is formatted once.
   const seen = new Map<string, string | undefined>();
@@ -136,9 +137,10 @@ function mappingOf(prepare: unknown): typeof mapping {
     } catch {
       text = undefined;
     }
-    // Its last line: `at fn (file:line:column)`, or `at file:line:column`.
+    // Its last line: `at fn (file:line:column)` or `at file:line:column`, either after `async` for an async frame.
     const line = typeof text === 'string' ? text.slice(text.lastIndexOf('\n') + 1).trim() : '';
-    const at = line.startsWith('at ') ? /^(.*):(\d+):\d+$/.exec(line.endsWith(')') ? line.slice(line.lastIndexOf('(') + 1, -1) : line.slice(3)) : null;
+    const where = line.startsWith('at ') ? line.replace(/^at (?:async )?/, '') : '';
+    const at = /^(.*):(\d+):\d+$/.exec(where.endsWith(')') ? where.slice(where.lastIndexOf('(') + 1, -1) : where);
     if (at === null) {
       usable = false;
       return undefined;
