@@ -210,8 +210,12 @@ describe('database queries: better-sqlite3, no setup', () => {
     const { token } = await call(before.url, '/wrapped');
     const db = await panel(before.url, token, 'db', before.profiler);
     expect(db.queries.map((q: any) => q.caller)).toEqual([`${WRAPPER}:1`, `${WRAPPER}:1`, `${WRAPPER}:1`]);
+    // Each statement's chain: the wrapper's line, then the line that called it.
+    expect(db.queries.map((q: any) => q.via?.[0])).toEqual([line("wrapped(db, 'SELECT id FROM users')"), line("wrapped(db, 'SELECT id FROM posts')"), line("wrapped(db, 'SELECT name FROM users")]);
     expect(db.oneCaller).toBe(`${WRAPPER}:1`);
-    expect(await (await fetch(`${before.url}/_profiler/${token}?panel=db`)).text()).toContain('name its file in the <span class="mono">skipFrames</span> option');
+    const page = await (await fetch(`${before.url}/_profiler/${token}?panel=db`)).text();
+    expect(page).toContain('name its file in the <span class="mono">skipFrames</span> option');
+    expect(page).toContain(`called from ${path.relative(process.cwd(), line("wrapped(db, 'SELECT id FROM users')"))}`);
     // Passed over as library code (a folder, as given): the route's lines.
     const after = await start({ skipFrames: [path.dirname(WRAPPER)] });
     const skipped = await panel(after.url, (await call(after.url, '/wrapped')).token, 'db', after.profiler);

@@ -20,6 +20,8 @@ export interface QueryData {
   rows?: number;
   error?: ErrorSummary;
   caller?: string;
+  /** The app's lines that led to the caller's, innermost first: a wrapper's caller, the route. */
+  via?: string[];
   /** Run after the response went out, or ended after it: see AfterResponse. */
   after?: AfterResponse;
   /** Where `caller` came from when the statement's own stack held none of the app's lines: the line that answered (`response`), or the route handler's name (`handler`). */
@@ -111,6 +113,7 @@ export const db: CorePanel<DbData> = {
       if (q.rows !== undefined) data.rows = q.rows;
       if (q.error !== undefined) data.error = q.error;
       if (q.caller !== undefined) data.caller = q.caller;
+      if (q.via !== undefined) data.via = q.via;
       if (q.callerFrom !== undefined) data.callerFrom = q.callerFrom;
       const after = afterResponse(q.start, q.end, s.duration);
       if (after !== undefined) data.after = after;

@@ -25,24 +25,31 @@ const sites = (_: Error, stack: Site[]) => stack;
  * package, as `file:line`. V8 hands the frames over as objects (no stack string is formatted),
  * and only as many as it takes to get past a driver's own.
  */
-export function callerFrame(): string | undefined {
+export const callerFrame = (): string | undefined => callerChain(1)[0];
+
+/**
+ * The app's lines that led here, innermost first, at most `max`, read off the stack that holds
+ * the first of them: its own line, then the lines around it that the same stack has (a
+ * wrapper's caller, the route), at no cost beyond finding the first.
+ */
+export function callerChain(max: number): string[] {
   // V8 builds an object per frame: most callers are a few frames above the driver, so a short
   // stack is tried first, and a long one only when the app's frame lies deeper (an ORM in between).
-  const near = frameIn(SHORT);
-  return near === null ? (frameIn(LONG) ?? undefined) : near;
+  return framesIn(SHORT, max) ?? framesIn(LONG, max) ?? [];
 }
 
 const SHORT = 7;
 const LONG = 40;
 
-function frameIn(depth: number): string | undefined | null {
-  const stack = stackOf(depth, frameIn);
+/** null: none in a stack that was cut short, worth a deeper look. */
+function framesIn(depth: number, max: number): string[] | null {
+  const stack = stackOf(depth, framesIn);
+  const found: string[] = [];
   for (const site of stack) {
     const at = appLine(site);
-    if (at !== undefined) return at;
+    if (at !== undefined && found.push(at) >= max) break;
   }
-  // null: none in a stack that was cut short, worth a deeper look; undefined: there is none.
-  return stack.length >= depth && depth < LONG ? null : undefined;
+  return found.length === 0 && stack.length >= depth && depth < LONG ? null : found;
 }
 
 /**

@@ -22,6 +22,8 @@ export interface CapturedQuery {
   rows?: number;
   error?: ErrorSummary;
   caller?: string;
+  /** See QueryEntry.via. */
+  via?: string[];
   callerFrom?: CallerFrom;
   wait?: number;
   /** Its driver kept what EXPLAIN needs (the connection it ran on). */
@@ -115,6 +117,7 @@ export function captureInside(inside: Inside, end: number): { value: CapturedIns
     if (q.rows !== undefined) c.rows = q.rows;
     if (q.error !== undefined) c.error = errorSummary(q.error);
     if (q.caller !== undefined) c.caller = q.caller;
+    if (q.via !== undefined) c.via = q.via;
     if (q.callerFrom !== undefined) c.callerFrom = q.callerFrom;
     if (q.explain !== undefined) c.explainable = true;
     if (q.wait !== undefined) c.wait = Math.round(q.wait * 1000) / 1000;

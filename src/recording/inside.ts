@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { currentContext, type RequestContext, type WorkContext } from './context.js';
-import { callerFrame } from './caller.js';
+import { callerChain, callerFrame } from './caller.js';
 import { isControllerMethod } from './handler-name.js';
 
 /** One statement a database driver ran for the request. Times are ms since the request arrived. */
@@ -15,6 +15,8 @@ export interface QueryEntry {
   rows: number | undefined;
   error: unknown;
   caller: string | undefined;
+  /** The app's lines that led to the caller's, innermost first, where its stack had them (a wrapper's caller, the route). */
+  via: string[] | undefined;
   /** Where the caller came from when the statement's own stack held no line of the app's (see answeredFrom). */
   callerFrom?: CallerFrom;
   /** Time spent waiting for a pooled connection before the statement was sent. */
@@ -101,6 +103,8 @@ export interface Inside {
 export const MAX_QUERIES = 500;
 /** The caller's line is looked for in the first this many statements of a request: a stack costs some µs, and a loop shows in these already. */
 export const MAX_CALLERS = 100;
+/** A statement's own line and the app's lines that led to it, at most. */
+const MAX_CHAIN = 4;
 
 export function insideOf(ctx: WorkContext): Inside {
   if (ctx.inside !== undefined) return ctx.inside;
@@ -118,11 +122,16 @@ export function queryStarted(ctx: WorkContext, driver: string, sql: string, para
   inside.queryCount++;
   const entry: QueryEntry = {
     driver, sql, params, start: sinceStart(ctx), end: -1, rows: undefined, error: undefined,
-    caller: undefined, wait: undefined, kept: false, explain: undefined,
+    caller: undefined, via: undefined, wait: undefined, kept: false, explain: undefined,
   };
   if (inside.queries.length < MAX_QUERIES) {
     entry.kept = true;
-    entry.caller = caller ?? (inside.queries.length < MAX_CALLERS ? appCaller() : undefined);
+    if (caller !== undefined || awaitedAt !== undefined) entry.caller = caller ?? awaitedAt;
+    else if (inside.queries.length < MAX_CALLERS) {
+      const chain = callerChain(MAX_CHAIN);
+      entry.caller = chain[0];
+      if (chain.length > 1) entry.via = chain.slice(1);
+    }
     inside.queries.push(entry);
   }
   return entry;
