@@ -95,6 +95,41 @@ describe('the views panel', () => {
     expect(data.renders[0].duration).toBeGreaterThan(0);
   });
 
+  it('hbs: the page, its layout and its partials, each a render of its own, the layout and partials inside the page', async () => {
+    const dir = path.join(views, 'hbs-layout');
+    const engine = hbs.create();
+    engine.registerPartial('card', '<p class="card">card of {{user}}</p>');
+    const render = (app: express.Express) => {
+      app.set('views', dir);
+      app.set('view engine', 'hbs');
+      app.engine('hbs', engine.__express);
+      app.get('/hbs', (req, res) => res.render('page', { user: 'Ada' }));
+      return app;
+    };
+    const bare = await listen(render(express()));
+    const own = webProfiler({ database: tempDb(), onError: () => {} });
+    const recordedApp = express();
+    recordedApp.use(own);
+    const recorded = await listen(render(recordedApp));
+    try {
+      const expected = await (await fetch(`${bare.url}/hbs`)).text();
+      const res = await fetch(`${recorded.url}/hbs`);
+      // The same page as bare (the toolbar aside).
+      expect((await res.text()).replace(/<div id="wp-wdt"[\s\S]*<\/script>(?=<\/body>)/, '')).toBe(expected);
+      expect(expected).toBe('<html><body class="layout"><h1>Hello Ada</h1><p class="card">card of Ada</p>\n</body></html>\n');
+      const data = (await (await fetch(`${recorded.url}/_profiler/${res.headers.get('x-debug-token')}?panel=views`, { headers: { accept: 'application/json' } })).json()).data;
+      expect(data.renders.map((r: { name: string; engine: string; file: string; parent?: number }) => [r.name, r.engine, r.file, r.parent])).toEqual([
+        ['page', 'hbs', path.join(dir, 'page.hbs'), undefined],
+        ['card', 'handlebars partial', '', 0],
+        ['layout.hbs', 'hbs', path.join(dir, 'layout.hbs'), 0],
+      ]);
+    } finally {
+      await bare.close();
+      await recorded.close();
+      own.close();
+    }
+  });
+
   it('shows a broken template on the exception page with its file, line and code, and the failed render', async () => {
     const res = await fetch(`${server.url}/page/broken`, { headers: { accept: 'text/html' } });
     expect(res.status).toBe(500);

@@ -1,7 +1,10 @@
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import { failedTemplates } from '../errors/template.js';
+import type { WorkContext } from '../recording/context.js';
 import { requestOf } from '../recording/inside.js';
-import { renderEnded, renderStarted } from '../recording/renders.js';
+import { renderEnded, renderStarted, type RenderEntry } from '../recording/renders.js';
 
 interface View {
   name: string;
@@ -30,15 +33,19 @@ export function recordViews(app: unknown): void {
   } catch {
     return;
   }
+  hookPartials();
   const proto = (View as { prototype?: Record<string, unknown> } | undefined)?.prototype;
   if (proto === undefined || typeof proto.render !== 'function' || hooked.has(proto)) return;
   hooked.add(proto);
   const render = proto.render as Render;
   proto.render = function (this: View, options: Record<string, unknown>, callback: (err: unknown, html?: unknown) => unknown) {
     const ctx = requestOf();
-    const entry = ctx && renderStarted(ctx, String(this.name), String(this.path), engineOf(this), localsOf(options));
+    const engine = ctx && engineOf(this);
+    const entry = ctx && renderStarted(ctx, String(this.name), String(this.path), engine!, localsOf(options));
     if (entry === undefined) return render.call(this, options, callback);
+    const layout = engine === 'hbs' ? hbsLayout(ctx!, this, options) : undefined;
     const done = (err: unknown) => {
+      layout?.(err);
       renderEnded(ctx!, entry, err);
       if (err !== null && typeof err === 'object' && !failedTemplates.has(err)) failedTemplates.set(err, { name: String(this.name), file: String(this.path), line: lineOf(err) });
     };
@@ -53,6 +60,82 @@ export function recordViews(app: unknown): void {
     }
   };
 }
+
+/** Each layout file hbs would look for, by where it looks: whether it is there, read once. */
+const layoutFiles = new Map<string, boolean>();
+
+/**
+ * hbs renders the page, then its layout (`layout` in the locals, else the `view options`
+ * setting's, else `layout`, beside the views with the page's extension) with the page's HTML as
+ * `body`, which it sets on the locals Express handed it just before: that assignment starts the
+ * layout's render, on the views panel inside the page's. The locals keep a plain `body` again
+ * once the render is over. Returns what ends it.
+ */
+function hbsLayout(ctx: WorkContext, view: View, options: Record<string, unknown>): ((err: unknown) => void) | undefined {
+  try {
+    const settings = options.settings as Record<string, unknown> | undefined;
+    const given = options.layout !== undefined ? options.layout : (settings?.['view options'] as { layout?: unknown } | undefined)?.layout;
+    if (given !== undefined && !given) return undefined;
+    const ext = path.extname(String(view.path));
+    const file = [settings?.views].flat().filter((dir): dir is string => typeof dir === 'string').map((dir) => {
+      const candidate = path.join(dir, String(given || 'layout'));
+      return path.extname(candidate) ? candidate : candidate + ext;
+    }).find((candidate) => {
+      let there = layoutFiles.get(candidate);
+      if (there === undefined) layoutFiles.set(candidate, (there = existsSync(candidate)));
+      return there;
+    });
+    const own = Object.getOwnPropertyDescriptor(options, 'body');
+    if (file === undefined || (own !== undefined && !own.configurable)) return undefined;
+    let body = own?.value;
+    let entry: RenderEntry | undefined;
+    Object.defineProperty(options, 'body', {
+      configurable: true,
+      enumerable: own?.enumerable ?? true,
+      get: () => body,
+      set(value: unknown) {
+        body = value;
+        entry ??= renderStarted(ctx, path.basename(file), file, 'hbs', {});
+      },
+    });
+    return (err) => {
+      renderEnded(ctx, entry, err);
+      Object.defineProperty(options, 'body', { value: body, writable: true, enumerable: own?.enumerable ?? true, configurable: true });
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * handlebars' partials (`{{> card}}`), each a render of its own inside the one that includes it:
+ * every environment calls the runtime module's invokePartial as a property of it.
+ */
+function hookPartials(): void {
+  for (const [file, mod] of Object.entries(requireCache)) {
+    if (!HANDLEBARS_RUNTIME.test(file)) continue;
+    const runtime = mod?.exports as { invokePartial?: (this: unknown, partial: unknown, context: unknown, options?: { name?: unknown }) => unknown } | undefined;
+    const invoke = runtime?.invokePartial;
+    if (typeof invoke !== 'function' || hooked.has(invoke)) continue;
+    const watched = function (this: unknown, partial: unknown, context: unknown, options?: { name?: unknown }) {
+      const ctx = requestOf();
+      const entry = ctx && renderStarted(ctx, String(options?.name ?? 'partial'), '', 'handlebars partial', {});
+      if (entry === undefined) return invoke.call(this, partial, context, options);
+      try {
+        const html = invoke.call(this, partial, context, options);
+        renderEnded(ctx!, entry, undefined);
+        return html;
+      } catch (err) {
+        renderEnded(ctx!, entry, err);
+        throw err;
+      }
+    };
+    hooked.add(watched);
+    runtime!.invokePartial = watched;
+  }
+}
+
+const HANDLEBARS_RUNTIME = /[\\/]node_modules[\\/]handlebars[\\/]dist[\\/]cjs[\\/]handlebars[\\/]runtime\.js$/;
 
 /** The app's locals, without what Express adds to every view. */
 const localsOf = (options: unknown): Record<string, unknown> => {
