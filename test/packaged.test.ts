@@ -339,6 +339,15 @@ describe("an app's own tests read its profiles: vitest, jest 29 and node --test,
     expect(out).toMatch(/profile: http:\/\/127\.0\.0\.1:\d+\/_profiler\/[0-9a-f]{6}/);
   });
 
+  // istanbul puts counters in the code vitest transforms, and moves every line; v8 coverage leaves the code as it is.
+  it.each(['istanbul', 'v8'])('vitest with %s coverage: a refusal names the line of the app\'s source that sent it', async (provider) => {
+    const dir = install('vitest-coverage', { ...links, supertest: 'supertest', vitest: 'vitest' });
+    const { code, out } = await runner(dir, path.resolve('node_modules/vitest/vitest.mjs'), 'run', '--color=false', '--coverage.enabled', `--coverage.provider=${provider}`);
+    expect(out).toMatch(/Tests\s+1 passed \(1\)/);
+    expect(out).toMatch(/Statements\s*:/);
+    expect(code).toBe(0);
+  });
+
   it('jest 29: the same through its environment, and jest exits by itself (no open handle)', async () => {
     // Copied: jest's module map does not follow a linked package.
     const dir = install('in-tests', {}, { ...links, supertest: 'supertest' }, { 'jest.config.js': "module.exports = { testEnvironment: 'express-web-profiler/jest-environment', testMatch: ['**/posts.jest.test.js'] };\n" });
