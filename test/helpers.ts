@@ -78,3 +78,20 @@ export async function startFixture(file: string, args: string[], env: Record<str
     }),
   };
 }
+
+/**
+ * A function with a name of its own that tests `thousands` × 1,000 numbers for primes: a fixed
+ * amount of work (about 10 ms a thousand here, idle), which a busy machine makes take longer and
+ * so be sampled more, never less. It reads no clock: a burn until a time is shorter in CPU the
+ * busier the machine, and performance.now() itself then comes out on top.
+ */
+export function burnPrimes(thousands: number): number {
+  const limit = 2 + thousands * 1000;
+  let found = 0;
+  for (let n = 2; n < limit; n++) {
+    let prime = true;
+    for (let d = 2; d * d <= n; d++) if (n % d === 0) { prime = false; break; }
+    if (prime) found++;
+  }
+  return found;
+}
