@@ -69,8 +69,9 @@ describe.skipIf(!CHROMIUM)('after a failed call, in chromium', () => {
       await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url });
       await page.goto(`${app.url}/_profiler/${b}?panel=request`);
       await page.click('button:has-text("Copy as cURL")');
+      // The command is fetched when asked, and the clipboard filled when it comes: wait for it there.
+      await expect.poll(() => page.evaluate(() => navigator.clipboard.readText()), { timeout: 15_000 }).toContain(`curl -X 'POST' '${app.url}/api/orders'`);
       const copied = await page.evaluate(() => navigator.clipboard.readText());
-      expect(copied).toContain(`curl -X 'POST' '${app.url}/api/orders'`);
       expect(copied).toMatch(/-H 'authorization: Bearer '"\$WP_SECRET_\d+"/);
       expect(copied).toMatch(/#   WP_SECRET_\d+: authorization/);
       expect(copied).not.toContain('card-secret-4242');
