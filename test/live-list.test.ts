@@ -77,6 +77,28 @@ async function polling(polls: () => number): Promise<boolean> {
 describe.each(stores)('the live list on $name', ({ name, database, schema }) => {
   const run = name === 'PostgreSQL' && !pgUrl ? it.skip : it;
 
+  run('a profile stored after the list page was read and before its stream opened comes on the stream', async () => {
+    const { server } = await start(database(), schema);
+    const page = await (await fetch(`${server.url}/_profiler/`)).text();
+    const live = /data-live="([^"]+)"/.exec(page)![1].replaceAll('&amp;', '&');
+    const token = (await fetch(`${server.url}/hello`)).headers.get('x-debug-token')!;
+    // Stored (the profiler's pages wait for the writer) before the stream is asked for.
+    expect((await fetch(`${server.url}/_profiler/${token}`, { headers: { accept: 'application/json' } })).status).toBe(200);
+    const stop = new AbortController();
+    const res = await fetch(`${server.url}${live}`, { signal: stop.signal });
+    const reader = res.body!.getReader();
+    let text = '';
+    const ceiling = setTimeout(() => stop.abort(), 30_000);
+    try {
+      while (!text.includes(`"token":"${token}"`)) text += new TextDecoder().decode((await reader.read()).value);
+    } catch {
+      // The ceiling: the assertion below says what was seen.
+    }
+    clearTimeout(ceiling);
+    stop.abort();
+    expect(text).toContain(`"token":"${token}"`);
+  });
+
   run('clients that leave while their stream is set up leave no poller and no slot behind', async () => {
     const { server, polls } = await start(database(), schema);
     // Gone during the access check, and gone just after it.

@@ -44,8 +44,8 @@ describe.skipIf(!CHROMIUM || !url)('a shared store, in chromium', () => {
       const ta = fromA.headers.get('x-debug-token')!;
       const tb = fromB.headers.get('x-debug-token')!;
       const rowA = page.locator(`tr[data-token="${ta}"]`);
-      await rowA.waitFor({ timeout: 5000 });
-      await page.locator(`tr[data-token="${tb}"]`).waitFor({ timeout: 5000 });
+      await rowA.waitFor({ timeout: 30_000 });
+      await page.locator(`tr[data-token="${tb}"]`).waitFor({ timeout: 30_000 });
       await expect(rowA.locator('td').nth(5).textContent()).resolves.toBe('web-a');
       await shot(page, `shared-list-${scheme}`);
 

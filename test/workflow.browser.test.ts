@@ -45,11 +45,11 @@ describe.skipIf(!CHROMIUM)('after a failed call, in chromium', () => {
     const rows = page.locator('table[data-live] tbody tr');
     const before = await rows.count();
     const first = await order([{ sku: 'A' }]);
-    await page.waitForSelector(`tr[data-token="${first.headers.get('x-debug-token')}"]`, { timeout: 3000 });
+    await page.waitForSelector(`tr[data-token="${first.headers.get('x-debug-token')}"]`, { timeout: 30_000 });
     expect(await rows.count()).toBe(before + 1);
     await page.click('[data-live-toggle]');
     const held = await order([]);
-    await page.waitForFunction(() => /1 new request waiting/.test(document.querySelector('[data-live-state]')?.textContent ?? ''), undefined, { timeout: 3000 });
+    await page.waitForFunction(() => /1 new request waiting/.test(document.querySelector('[data-live-state]')?.textContent ?? ''), undefined, { timeout: 30_000 });
     expect(await rows.count()).toBe(before + 1);
     await page.click('[data-live-toggle]');
     await page.waitForSelector(`tr[data-token="${held.headers.get('x-debug-token')}"]`);

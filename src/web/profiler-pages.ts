@@ -136,6 +136,10 @@ export function profilerPages(deps: PagesDeps) {
     if (!store) return;
     const { filter, form } = parsed;
     await settled();
+    // The live list goes on from the last row before this page's read, not from when its stream
+    // opens: a profile stored in between would be on neither (the page drops a token it shows twice).
+    const live = !filter.before && filter.sort !== 'duration' && !wantsJson(req);
+    const after = live ? await store.lastId() : undefined;
     // One more than asked tells whether an older page exists.
     const rows = await store.find({ ...filter, limit: filter.limit + 1 });
     const more = rows.length > filter.limit;
@@ -148,7 +152,7 @@ export function profilerPages(deps: PagesDeps) {
     }
     // Which instance served each request: always on a shared store, else once a file holds several.
     const instances = store.shared || rows.some((r) => r.instance !== rows[0].instance) || Boolean(form.instance);
-    sendPage(res, 200, 'profiler/list', { methods: form.type === 'command' ? COMMAND_KINDS : form.type === 'request' ? METHODS : [...METHODS, ...COMMAND_KINDS], title: mode === 'list' ? 'Latest profiles' : 'Search', nav: mode, rows, form, older, mode, paged: Boolean(filter.before), instances });
+    sendPage(res, 200, 'profiler/list', { methods: form.type === 'command' ? COMMAND_KINDS : form.type === 'request' ? METHODS : [...METHODS, ...COMMAND_KINDS], title: mode === 'list' ? 'Latest profiles' : 'Search', nav: mode, rows, form, older, mode, paged: Boolean(filter.before), instances, after });
   }
 
   async function profilePage(req: Request, res: Response, token: string) {
@@ -322,8 +326,8 @@ export function profilerPages(deps: PagesDeps) {
   }
 
   /**
-   * The live list: each profile stored after the stream opened (or after Last-Event-ID, on a
-   * reconnect), as a Server-Sent Event, read from the store every POLL_MS, so that profiles another
+   * The live list: each profile stored after row `after` (the last the list page had when it read
+   * its rows), after Last-Event-ID on a reconnect, or else after the stream opened, as a Server-Sent Event, read from the store every POLL_MS, so that profiles another
    * process writes to the same file come too. The search filters apply.
    */
   async function stream(req: Request, res: Response) {
@@ -358,8 +362,8 @@ export function profilerPages(deps: PagesDeps) {
     const store = withStore(req, res);
     if (!store) return;
     const filter = { ...search, before: undefined, sort: undefined, limit: 200 };
-    const resumed = Number(req.headers['last-event-id']);
-    let last = Number.isSafeInteger(resumed) && resumed >= 0 ? resumed : await store.lastId();
+    const from = (value: unknown) => (typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : undefined);
+    let last = from(req.headers['last-event-id']) ?? from(req.query.after) ?? (await store.lastId());
     if (!open()) return;
     const head = { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' };
     if (req.method === 'HEAD') return void res.writeHead(200, head).end();
