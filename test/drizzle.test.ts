@@ -8,7 +8,9 @@ import express from 'express';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { webProfiler } from '../src/index.js';
-import { listen, type Running } from './helpers.js';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { listen, startFixture, type Running } from './helpers.js';
 
 const pgUrl = inject('pgUrl');
 
@@ -74,5 +76,29 @@ describe('Drizzle queries', () => {
     const queries = await queriesOf('/pg');
     expect(queries).toEqual([expect.objectContaining({ sql: expect.stringContaining('from "drizzle_accounts"'), caller: expect.stringMatching(/drizzle\.test\.ts:\d+$/) })]);
     expect(queries[0].callerFrom).toBeUndefined();
+  });
+});
+
+describe('Drizzle as an ES module, in an app whose entry is CommonJS', () => {
+  it('carries the awaited lines for dialects imported after the profiler started, which loaded none of them', async () => {
+    const file = path.resolve('test/fixtures/drizzle-cjs.cjs');
+    const app = await startFixture(file, []);
+    try {
+      const res = await fetch(`${app.url}/users/1`);
+      const body = await res.json();
+      expect(body.user).toEqual({ id: 1, name: 'ada' });
+      // Where Node can tell: the profiler did not load drizzle's other dialects (a second and some 250 MB of heap).
+      if (body.dialects !== null) expect(body.dialects).toEqual(['sqlite-core']);
+      const token = res.headers.get('x-debug-token')!;
+      const { data } = await (await fetch(`${app.url}/_profiler/${token}?panel=db`, { headers: { accept: 'application/json' } })).json();
+      const lines = readFileSync(file, 'utf8').split('\n');
+      const lineOf = (text: string) => lines.findIndex((l) => l.includes(text)) + 1;
+      expect(data.queries.map((q: any) => [q.caller, q.callerFrom])).toEqual([
+        [`${file}:${lineOf('await db.select()')}`, undefined],
+        [`${file}:${lineOf('await db.update(users)')}`, undefined],
+      ]);
+    } finally {
+      await app.stop();
+    }
   });
 });

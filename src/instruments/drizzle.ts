@@ -38,13 +38,21 @@ const attempt = (fn: () => unknown): unknown => {
   }
 };
 
+/** Whether the app's entry is an ES module (a CommonJS entry is require.main). */
+const esmEntry = () => createRequire(__filename).main == null;
+
 /** drizzle-orm is also an ES module: the copy an app that imports it runs. */
 export async function hookEsmDrizzle(tell: (message: string) => void): Promise<void> {
   try {
     const esm = (cjs: string) => (/query-promise\.cjs$/.test(cjs) ? path.join(path.dirname(cjs), 'query-promise.js') : undefined);
     const copy = await esmCopy('drizzle-orm/query-promise', esm);
     if (copy === undefined) return;
-    const dialects = await Promise.all(DIALECTS.map((d) => esmCopy(`drizzle-orm/${d}`, (cjs) => cjs.replace(/\.cjs$/, '.js')).catch(() => undefined)));
+    // Builders evaluated after this copy their `then` from the hooked QueryPromise (drizzle's
+    // applyMixins copies the property's descriptor). The dialects are looked through only where an
+    // app may have evaluated them before: an ES module entry imports them before its body runs. A
+    // CommonJS entry runs the CommonJS copies, and loading the three would cost its start a second
+    // and some 250 MB of heap (Node 24) for code it does not run.
+    const dialects = esmEntry() ? await Promise.all(DIALECTS.map((d) => esmCopy(`drizzle-orm/${d}`, (cjs) => cjs.replace(/\.cjs$/, '.js')).catch(() => undefined))) : [];
     hookQueries(copy.module, dialects.map((d) => d?.module));
   } catch (err) {
     // A module system that loads no ES module (jest's) runs the CommonJS copy, hooked as any.
