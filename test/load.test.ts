@@ -68,10 +68,11 @@ describe.skipIf(!LONG)('load against npm start', () => {
         }
       };
       let stored = new Set<string>();
-      for (const since = Date.now(); Date.now() - since < 120_000; await new Promise((r) => setTimeout(r, 250))) {
+      const unstored = () => {
         stored = new Set(read<{ token: string }>('SELECT token FROM profiles').map((row) => row.token));
-        if (tokens.every((t) => stored.has(t))) break;
-      }
+        return tokens.filter((t) => !stored.has(t)).length;
+      };
+      await expect.poll(unstored, { timeout: 120_000, interval: 250 }).toBe(0);
       expect(stored.size).toBeGreaterThanOrEqual(answered);
       expect(stored.size).toBeLessThanOrEqual(100_000);
       for (const t of tokens) if (!stored.has(t)) throw new Error(`token ${t} answered but not stored`);
@@ -79,10 +80,9 @@ describe.skipIf(!LONG)('load against npm start', () => {
       // back at the cap (retention goes in bounded steps, so it is waited for).
       const extra = await run(5_000);
       const count = () => read<{ n: number }>('SELECT count(*) AS n FROM profiles')[0].n;
-      for (const since = Date.now(); Date.now() - since < 120_000; await new Promise((r) => setTimeout(r, 250))) {
-        if (count() === cap && read<{ n: number }>(`SELECT count(*) AS n FROM profiles WHERE time >= ${extra.start.getTime()}`)[0].n >= extra['2xx']) break;
-      }
-      expect(count()).toBe(cap);
+      const landed = () => read<{ n: number }>(`SELECT count(*) AS n FROM profiles WHERE time >= ${extra.start.getTime()}`)[0].n;
+      await expect.poll(landed, { timeout: 120_000, interval: 250 }).toBeGreaterThanOrEqual(extra['2xx']);
+      await expect.poll(count, { timeout: 120_000, interval: 250 }).toBe(cap);
     } finally {
       child.kill('SIGTERM');
     }

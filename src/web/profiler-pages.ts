@@ -326,9 +326,10 @@ export function profilerPages(deps: PagesDeps) {
   }
 
   /**
-   * The live list: each profile stored after row `after` (the last the list page had when it read
-   * its rows), after Last-Event-ID on a reconnect, or else after the stream opened, as a Server-Sent Event, read from the store every POLL_MS, so that profiles another
-   * process writes to the same file come too. The search filters apply.
+   * The live list: each profile stored after row `after` (the last one when the list page read its
+   * rows), after Last-Event-ID on a reconnect, or else after the stream opened, as a Server-Sent
+   * Event, read from the store every POLL_MS, so that profiles another process writes to the same
+   * file come too. The search filters apply.
    */
   async function stream(req: Request, res: Response) {
     const parsed = parseSearch(req);
