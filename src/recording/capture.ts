@@ -227,7 +227,7 @@ function captureWork(ctx: WorkContext, c: Captured, size: number): number {
   if (ctx.dumps !== undefined) {
     c.dumps = ctx.dumps.kept;
     if (ctx.dumps.dropped > 0) c.dumpsDropped = ctx.dumps.dropped;
-    size += 4096 * ctx.dumps.kept.length;
+    size += ctx.dumps.chars + 256 * ctx.dumps.kept.length;
   }
   const translations = ctx.translations;
   if (translations !== undefined) {

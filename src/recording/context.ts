@@ -63,7 +63,7 @@ export interface WorkContext {
   /** Authentications, rate limits and validations it met, and their verdicts (see checks.ts). */
   checks: import('./checks.js').Check[] | undefined;
   /** What the app dump()ed, and how many past the bound (see dump.ts). */
-  dumps: { kept: import('./dump.js').Dump[]; dropped: number } | undefined;
+  dumps: { kept: import('./dump.js').Dump[]; dropped: number; /** Characters the kept ones took (see DUMP_BUDGET). */ chars: number } | undefined;
   /** The messages it translated through i18next (see translations.ts). */
   translations: import('./translations.js').TranslationsState | undefined;
 }

@@ -1,7 +1,7 @@
 import { callerFrame } from './caller.js';
 import { isProduction } from '../options.js';
 import { requestOf, sinceStart } from './inside.js';
-import { snapshotValue, type ValueNode } from './snapshot-value.js';
+import { DUMP_LIMITS, snapshotValue, type ValueNode } from './snapshot-value.js';
 import { renderValue } from './render-value.js';
 import type { WorkContext } from './context.js';
 
@@ -17,6 +17,13 @@ export interface Dump {
 
 /** More than this in one request is a loop: counted, not kept. */
 export const MAX_DUMPS = 100;
+/**
+ * Characters all of one request's dumps may keep: one request's data can never cost another
+ * request its profile. The dump that reaches it is kept cut; those after it are counted.
+ */
+export const DUMP_BUDGET = 2 * 1024 * 1024;
+/** Less room than this left: a dump would be nothing but cuts. */
+const LEAST_ROOM = 1024;
 
 let off: boolean | undefined;
 
@@ -40,12 +47,16 @@ export function dump<T>(value: T, label?: string): T {
 }
 
 function keep(ctx: WorkContext, value: unknown, label: string | undefined): void {
-  const dumps = (ctx.dumps ??= { kept: [], dropped: 0 });
-  if (dumps.kept.length >= MAX_DUMPS) {
+  const dumps = (ctx.dumps ??= { kept: [], dropped: 0, chars: 0 });
+  const room = DUMP_BUDGET - dumps.chars;
+  if (dumps.kept.length >= MAX_DUMPS || room < LEAST_ROOM) {
     dumps.dropped++;
     return;
   }
-  dumps.kept.push({ label: typeof label === 'string' ? label.slice(0, 200) : undefined, at: callerFrame(), time: sinceStart(ctx), value: snapshotValue(value) });
+  const used = { chars: 0 };
+  const node = snapshotValue(value, { ...DUMP_LIMITS, chars: room }, used);
+  dumps.chars += used.chars;
+  dumps.kept.push({ label: typeof label === 'string' ? label.slice(0, 200) : undefined, at: callerFrame(), time: sinceStart(ctx), value: node });
 }
 
 const header = (label: string | undefined, at: string | undefined) => `[dump]${label === undefined ? '' : ` ${label}`}${at === undefined ? '' : ` at ${at}`}`;

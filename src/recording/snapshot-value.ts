@@ -43,6 +43,8 @@ export interface ValueLimits {
   nodes: number;
   /** Characters of one string. */
   text: number;
+  /** Characters of the whole tree (its strings, and 16 a node): past them the rest is cut. */
+  chars?: number;
 }
 
 export const DUMP_LIMITS: ValueLimits = { depth: 8, width: 100, nodes: 5_000, text: 2_000 };
@@ -54,9 +56,16 @@ const DATE_ISO = Date.prototype.toISOString;
 const REGEXP_TEXT = RegExp.prototype.toString;
 const FUNCTION_TEXT = Function.prototype.toString;
 
-/** `value` as a tree of plain nodes: see ValueNode. */
-export function snapshotValue(value: unknown, limits: ValueLimits = DUMP_LIMITS): ValueNode {
+/** `value` as a tree of plain nodes: see ValueNode. `used.chars` is told the characters it took (see ValueLimits.chars). */
+export function snapshotValue(value: unknown, limits: ValueLimits = DUMP_LIMITS, used: { chars: number } = { chars: 0 }): ValueNode {
   let nodes = 0;
+  const budget = limits.chars ?? Infinity;
+  /** Up to `length` characters of the budget, as many as are left. */
+  const take = (length: number): number => {
+    const room = Math.max(0, Math.min(length, budget - used.chars));
+    used.chars += room;
+    return room;
+  };
   let nextId = 1;
   const seen = new Map<object, { node: Branch | undefined; open: boolean }>();
   const refs = new Map<object, number>();
@@ -72,13 +81,16 @@ export function snapshotValue(value: unknown, limits: ValueLimits = DUMP_LIMITS)
   };
 
   const walk = (v: unknown, depth: number): ValueNode => {
-    if (++nodes > limits.nodes) return { k: 'cut' };
+    if (++nodes > limits.nodes || take(16) < 16) return { k: 'cut' };
     switch (typeof v) {
       case 'undefined': return { k: 'undefined' };
       case 'boolean': return { k: 'boolean', v };
       case 'number': return { k: 'number', v: Object.is(v, -0) ? '-0' : String(v) };
       case 'bigint': return { k: 'bigint', v: `${v}n` };
-      case 'string': return v.length > limits.text ? { k: 'string', v: v.slice(0, limits.text), n: v.length } : { k: 'string', v, n: v.length };
+      case 'string': {
+        const kept = take(Math.min(v.length, limits.text));
+        return kept < v.length ? { k: 'string', v: v.slice(0, kept), n: v.length } : { k: 'string', v, n: v.length };
+      }
       case 'symbol': return { k: 'symbol', v: safely(() => v.toString(), 'Symbol()') };
       case 'function': return { k: 'function', v: functionName(v), c: functionKind(v) };
     }
@@ -133,8 +145,10 @@ export function snapshotValue(value: unknown, limits: ValueLimits = DUMP_LIMITS)
     }
     if (types.isNativeError(object)) {
       branch.k = 'error';
-      branch.v = textOf(dataOf(object, 'message'));
-      branch.stack = textOf(stackOf(object));
+      const message = textOf(dataOf(object, 'message'));
+      const stack = textOf(stackOf(object));
+      branch.v = message?.slice(0, take(message.length));
+      branch.stack = stack?.slice(0, take(stack.length));
     }
     const keys = safely(() => Object.keys(object), [] as string[]);
     for (const key of keys.slice(0, width)) {

@@ -19,6 +19,9 @@ function redactNode(node: ValueNode, keys: string[], secret: boolean): ValueNode
       const v = redactText(node.v, keys);
       return v === node.v ? node : { ...node, v };
     }
+    // Bytes under a secret's name (a signing key in a Buffer) keep their class and length only.
+    case 'bytes':
+      return secret ? { ...node, v: REDACTED } : node;
     case 'object': case 'array': case 'map': case 'set': case 'error':
       return {
         ...node,

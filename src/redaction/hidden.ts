@@ -1,4 +1,5 @@
 import { setOwn } from '../recording/plain.js';
+import { ANCHOR, SecretIndex, type Found } from './secret-index.js';
 
 /**
  * Hidden once, hidden everywhere. Every place that redacts a value notes it here while a record
@@ -12,12 +13,10 @@ export const REDACTED = '[redacted]';
 
 /** Shorter values are too likely to be something else (a flag, a small id) to cut from text. */
 const SHORTEST = 4;
-/** From this length a hidden value is cut out of any text that holds it; shorter, only a string that is all of it goes. */
-const CUT_FROM = 8;
 /** No secret is this long: a longer hidden value is data (a cached page), which is not cut from elsewhere. */
 const LONGEST = 4096;
-/** A bound on the values one record keeps track of. */
-const MOST = 500;
+/** How many hidden values the process keeps cutting from the records after the one that hid them. */
+const REMEMBERED = 10_000;
 /** Values a redaction may hide (under a secret-named key) that are words of every text. */
 const COMMON = new Set(['true', 'false', 'null', 'undefined', 'none', 'yes', 'no', REDACTED, '[object Object]']);
 
@@ -34,10 +33,14 @@ export function hide(value: unknown, instead: string = REDACTED): string {
   return instead;
 }
 
-/** Note `value` as hidden in the record being made, if one is: a value a panel shows as `?`, a cookie's. */
+/**
+ * Note `value` as hidden in the record being made, if one is: a value a panel shows as `?`, a
+ * cookie's. However many a request brings (a client may send thousands), each is noted: a cap
+ * would let a client's values crowd out a secret the app hides.
+ */
 export function noteHidden(value: string): void {
   const set = collecting;
-  if (set === undefined || value.length < SHORTEST || value.length > LONGEST || set.size >= MOST) return;
+  if (set === undefined || value.length < SHORTEST || value.length > LONGEST) return;
   const trimmed = value.trim();
   if (trimmed.length < SHORTEST || COMMON.has(trimmed.toLowerCase()) || trimmed.includes(REDACTED)) return;
   set.add(trimmed);
@@ -59,9 +62,11 @@ export function hideData(value: unknown, instead: string): string {
 
 /**
  * Run `make` (a record's redaction) noting what it hides. `shown` are values the record shows
- * whatever a redaction made of them (its own token: a body's `token` field may repeat it).
+ * whatever a redaction made of them (its own token: a body's `token` field may repeat it); `keys`
+ * the secret names, which a value may be (`"password": "password"`) without being cut from the
+ * records after it, where they name every such field.
  */
-export function noting<T>(make: () => T, shown: (string | null | undefined)[] = []): { made: T; hidden: HiddenValues } {
+export function noting<T>(make: () => T, shown: (string | null | undefined)[] = [], keys: string[] = []): { made: T; hidden: HiddenValues } {
   const [outer, outerShown] = [collecting, shownAnyway];
   const set = new Set<string>();
   collecting = set;
@@ -69,45 +74,121 @@ export function noting<T>(make: () => T, shown: (string | null | undefined)[] = 
   try {
     const made = make();
     for (const value of shown) if (value) set.delete(value);
-    return { made, hidden: new HiddenValues(set) };
+    return { made, hidden: remembered.record(set, keys) };
   } finally {
     collecting = outer;
     shownAnyway = outerShown;
   }
 }
 
-/** The values one record hid, and how to cut them from any of its strings. */
-export class HiddenValues {
-  /** What is cut from within a text (longest first, so a secret that holds another goes whole). */
-  private readonly inner: string[] = [];
-  /** What is hidden only as a whole string. */
-  private readonly whole = new Set<string>();
+/**
+ * The values hidden in the records this process made, the most recent REMEMBERED of them, in
+ * memory only (never stored): a value hidden in one record is cut from every record after it
+ * (an API key a request made, in a later request's cache key). Each value in each form it is
+ * written in (formsOf), as it stands in a text and as it stands in JSON text.
+ */
+class Remembered {
+  /** Each value's forms, oldest first. */
+  private readonly values = new Map<string, string[]>();
+  /** How many values hold each form: two values may share one (`a b` and `a+b`). */
+  private readonly forms = new Map<string, number>();
+  readonly text = new SecretIndex();
+  readonly json = new SecretIndex();
 
-  constructor(values: Iterable<string>) {
-    const inner = new Set<string>();
+  /**
+   * The record's hidden values, and what cuts them (and all remembered) from its strings. The
+   * oldest beyond REMEMBERED go first, but never the record's own: it is sealed with them all.
+   */
+  record(values: Set<string>, keys: string[]): HiddenValues {
+    for (let over = this.values.size + values.size - REMEMBERED; over > 0; over--) {
+      const [oldest] = this.values.keys();
+      if (oldest === undefined || values.has(oldest)) break;
+      this.forget(oldest);
+    }
+    const whole = new Set<string>();
+    let own: SecretIndex | undefined;
     for (const value of values) {
-      for (const form of formsOf(value)) {
-        if (form.length >= CUT_FROM) inner.add(form);
-        else if (form.length >= SHORTEST) this.whole.add(form);
+      const forms = formsOf(value);
+      for (const form of forms) if (form.length < ANCHOR) whole.add(form);
+      const long = forms.filter((form) => form.length >= ANCHOR);
+      if (long.length === 0) continue;
+      if (keys.includes(value.toLowerCase())) {
+        // Cut from this record only.
+        own ??= new SecretIndex();
+        for (const form of long) own.add(form);
+      } else {
+        this.keep(value, long);
       }
     }
-    this.inner = [...inner].sort((a, b) => b.length - a.length);
+    return new HiddenValues(whole, this, own);
   }
 
   get size(): number {
-    return this.inner.length + this.whole.size;
+    return this.values.size;
   }
 
-  /** `text` with every hidden value cut out of it, the rest kept. */
+  private keep(value: string, forms: string[]): void {
+    if (this.values.delete(value)) {
+      // Seen again: the most recent now.
+      this.values.set(value, forms);
+      return;
+    }
+    this.values.set(value, forms);
+    for (const form of forms) {
+      const held = this.forms.get(form) ?? 0;
+      this.forms.set(form, held + 1);
+      if (held > 0) continue;
+      this.text.add(form);
+      this.json.add(jsonInner(form));
+    }
+  }
+
+  private forget(value: string): void {
+    for (const form of this.values.get(value) ?? []) {
+      const held = this.forms.get(form) ?? 0;
+      if (held > 1) {
+        this.forms.set(form, held - 1);
+        continue;
+      }
+      this.forms.delete(form);
+      this.text.delete(form);
+      this.json.delete(jsonInner(form));
+    }
+    this.values.delete(value);
+  }
+}
+
+const remembered = new Remembered();
+
+/** The values one record hid (and those the records before it did), and how to cut them from any of its strings. */
+export class HiddenValues {
+  constructor(
+    /** What is hidden only as a whole string: values too short to cut from within a text. */
+    private readonly whole: Set<string>,
+    private readonly remembered: Remembered,
+    /** This record's own, not remembered. */
+    private readonly own: SecretIndex | undefined,
+  ) {}
+
+  get size(): number {
+    return this.whole.size + this.remembered.size + (this.own?.size ?? 0);
+  }
+
+  /**
+   * `text` with every hidden value cut out of it (the longest where several start together), and
+   * the head of one that a bound cut short where it ends the text; the rest kept.
+   */
   cut(text: string): string {
     if (this.whole.has(text)) return REDACTED;
-    for (const value of this.inner) if (text.includes(value)) text = text.split(value).join(REDACTED);
-    return text;
+    text = cutFound(text, this.remembered.text.find(text, true));
+    return this.own === undefined ? text : cutFound(text, this.own.find(text, true));
   }
 
   /** Whether JSON text (a serialised record) holds a string that cut() would change. */
   inJson(json: string): boolean {
-    for (const value of this.inner) if (json.includes(jsonInner(value))) return true;
+    const QUOTE = 0x22;
+    if (this.remembered.json.in(json, true, QUOTE)) return true;
+    if (this.own !== undefined && this.own.find(json, true, QUOTE).length > 0) return true;
     for (const value of this.whole) if (json.includes(`"${jsonInner(value)}"`)) return true;
     return false;
   }
@@ -125,10 +206,21 @@ export class HiddenValues {
     return out;
   }
 
-  /** JSON text with every hidden value cut from its strings: parsed and written again only when it holds one. */
+  /** JSON text with every hidden value cut from its strings: one scan, and parsed and written again only when it holds one. */
   sealJson(json: string): string {
     return this.size === 0 || !this.inJson(json) ? json : JSON.stringify(this.sealValue(JSON.parse(json)));
   }
+}
+
+function cutFound(text: string, found: Found[]): string {
+  if (found.length === 0) return text;
+  let out = '';
+  let from = 0;
+  for (const f of found) {
+    out += text.slice(from, f.start) + REDACTED;
+    from = f.end;
+  }
+  return out + text.slice(from);
 }
 
 /** JSON.stringify(value) without its quotes: how a string stands in JSON text. */
@@ -137,20 +229,26 @@ const jsonInner = (value: string): string => {
   return json.slice(1, -1);
 };
 
+/** `%2F` as `%2f`: percent escapes in the other case, as some encoders write them. */
+const lowerEscapes = (encoded: string): string => encoded.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase());
+
 /**
- * The ways a value is written where a record keeps it: as it is, as JSON text inside a string
- * (a body kept as text), percent-encoded (a URL's query, a form).
+ * The ways a value is written where a record keeps it: as it is, as JSON text inside a string (a
+ * body kept as text), percent-encoded as encodeURIComponent and encodeURI write it, form-encoded
+ * (a space as `+`, `!` as `%21`), each escape in upper or lower case.
  */
 function formsOf(value: string): string[] {
-  const forms = [value];
-  const escaped = jsonInner(value);
-  if (escaped !== value) forms.push(escaped);
-  let encoded: string | undefined;
+  const forms = new Set([value, jsonInner(value)]);
+  let encoded: string[] = [];
   try {
-    encoded = encodeURIComponent(value);
+    encoded = [encodeURIComponent(value), encodeURI(value), new URLSearchParams([['', value]]).toString().slice(1)];
   } catch {
     // A lone surrogate: no encoded form.
   }
-  if (encoded !== undefined && encoded !== value) forms.push(encoded, encoded.replace(/%20/g, '+'));
-  return forms;
+  for (const form of encoded) {
+    forms.add(form);
+    forms.add(form.replace(/%20/g, '+'));
+    forms.add(lowerEscapes(form));
+  }
+  return [...forms];
 }

@@ -127,7 +127,7 @@ export interface ProfileRecord {
  * them (hidden once, hidden everywhere).
  */
 export function recordOf(c: Captured, options: RecordOptions): { summary: RecordSummary; record: ProfileRecord; hidden: HiddenValues } {
-  const { made, hidden } = noting(() => redactedRecord(c, options), [c.token, c.parent]);
+  const { made, hidden } = noting(() => redactedRecord(c, options), [c.token, c.parent], options.redactKeys);
   return { ...made, hidden };
 }
 

@@ -1,11 +1,9 @@
 import { hide } from './hidden.js';
 import { isSecretHeader, isSecretKey } from './redact.js';
+import { ANCHOR, SecretIndex } from './secret-index.js';
 
 /** Shorter values are too likely to be something else (an id, a flag) to hide by equality. */
 const SHORTEST = 4;
-/** From this length, a value is hidden when it holds a secret or a secret holds it (a hash's input, a cookie's signed session id). */
-const CONTAINED = 8;
-const MOST = 200;
 
 /** What of a request its secrets are read from, before anything is redacted. */
 export interface RequestValues {
@@ -28,6 +26,8 @@ export interface RequestValues {
  */
 export class RequestSecrets {
   private readonly values = new Set<string>();
+  /** Those long enough to be cut out of a longer value (ANCHOR characters and more). */
+  private readonly within = new SecretIndex();
 
   static of(r: RequestValues, keys: string[]): RequestSecrets {
     const secrets = new RequestSecrets();
@@ -48,37 +48,42 @@ export class RequestSecrets {
     return this.values.size;
   }
 
+  /** However many a client sends: a cap would let its values crowd out the one a statement repeats. */
   add(value: string): void {
-    if (value.length < SHORTEST || this.values.size >= MOST) return;
-    this.values.add(value);
+    if (value.length < SHORTEST) return;
+    this.keep(value);
     // A signed cookie (`s:<id>.<signature>`, express-session's) is stored by its id.
     const signed = /^s:([^.]+)\./.exec(value);
-    if (signed) this.values.add(signed[1]);
+    if (signed) this.keep(signed[1]);
   }
 
-  /** Whether `value` is one of the request's secrets, holds one, or (long enough) is held by one. */
-  covers(value: unknown): boolean {
-    if (typeof value !== 'string' || value.length < SHORTEST || this.values.size === 0) return false;
-    if (this.values.has(value)) return true;
-    for (const secret of this.values) {
-      if (secret.length >= CONTAINED && value.includes(secret)) return true;
-      if (value.length >= CONTAINED && secret.includes(value)) return true;
-    }
-    return false;
+  private keep(value: string): void {
+    this.values.add(value);
+    this.within.add(value);
   }
 
   /**
-   * `value` with the request's secrets cut out of it and the rest kept (a prompt that quotes the
-   * caller's token, a key `sess:<id>`); a value that is a secret, or part of one, goes whole.
+   * Whether `value` is one of the request's secrets or holds one. A part of a secret is none
+   * (`development` of an `Authorization: *:development.<hash>`): it is what the secret is made of.
    */
+  covers(value: unknown): boolean {
+    if (typeof value !== 'string' || value.length < SHORTEST || this.values.size === 0) return false;
+    return this.values.has(value) || (value.length >= ANCHOR && this.within.in(value, false));
+  }
+
+  /** `value` with the request's secrets cut out of it and the rest kept (a prompt that quotes the caller's token, a key `sess:<id>`). */
   cut(value: string): string {
-    if (!this.covers(value)) return value;
     if (this.values.has(value)) return hide(value);
-    let out = value;
-    for (const secret of [...this.values].sort((a, b) => b.length - a.length)) {
-      if (secret.length >= CONTAINED && out.includes(secret)) out = out.split(secret).join(hide(secret));
+    if (value.length < ANCHOR) return value;
+    const found = this.within.find(value, false);
+    if (found.length === 0) return value;
+    let out = '';
+    let from = 0;
+    for (const f of found) {
+      out += value.slice(from, f.start) + hide(value.slice(f.start, f.end));
+      from = f.end;
     }
-    return out === value ? hide(value) : out;
+    return out + value.slice(from);
   }
 
   /** Strings under secret keys, at any depth (within a bound). */
@@ -90,7 +95,7 @@ export class RequestSecrets {
     }
     if (typeof value !== 'object' || ArrayBuffer.isView(value)) return;
     const entries = Array.isArray(value) ? value.map((v) => ['', v] as const) : Object.entries(value as Record<string, unknown>);
-    for (const [key, v] of entries.slice(0, 500)) this.addUnder(v, keys, secret || (key !== '' && isSecretKey(key, keys)), depth + 1);
+    for (const [key, v] of entries) this.addUnder(v, keys, secret || (key !== '' && isSecretKey(key, keys)), depth + 1);
   }
 }
 

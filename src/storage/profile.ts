@@ -53,29 +53,77 @@ function configJson(config: unknown): string {
 }
 
 /**
+ * The most characters one record's JSON may take. Its parts are bounded where they are captured
+ * (bodies, dumps, logs); this holds the whole, so that one request's data can never cost another
+ * request its profile.
+ */
+export const MAX_RECORD_CHARS = 8 * 1024 * 1024;
+
+/**
  * A record as stored. The app's own panels are what may not serialise (a BigInt, a cycle, a
  * getter that throws): one that cannot is replaced by a note of why, and costs its own data only,
- * never the profile, nor the batch it is written with.
+ * never the profile, nor the batch it is written with. A record over MAX_RECORD_CHARS loses its
+ * largest parts, each named in `failed`, until it fits.
  */
 export function serialiseRecord(summary: ProfileSummary, record: ProfileRecord, config: unknown): StoredProfile {
   const stored: StoredProfile = { summary, data: '', config: config === undefined ? undefined : configJson(config) };
   try {
     stored.data = JSON.stringify({ record });
   } catch {
-    const extra: Record<string, unknown> = {};
-    const errors: Record<string, string> = { ...record.extraErrors };
-    for (const [id, data] of Object.entries(record.extra ?? {})) {
-      try {
-        JSON.stringify(data);
-        extra[id] = data;
-      } catch (err) {
-        errors[id] = `its data could not be stored: ${(err as Error)?.message ?? err}`;
-      }
-    }
-    stored.data = JSON.stringify({ record: { ...record, extra, extraErrors: errors } });
+    record = { ...record, ...storableExtra(record) };
+    stored.data = serialisedWithin(record);
   }
+  if (stored.data.length > MAX_RECORD_CHARS) stored.data = serialisedWithin(record);
   return stored;
 }
+
+/** The app's own panels that serialise; the others named in extraErrors. */
+function storableExtra(record: ProfileRecord): Pick<ProfileRecord, 'extra' | 'extraErrors'> {
+  const extra: Record<string, unknown> = {};
+  const errors: Record<string, string> = { ...record.extraErrors };
+  for (const [id, data] of Object.entries(record.extra ?? {})) {
+    try {
+      JSON.stringify(data);
+      extra[id] = data;
+    } catch (err) {
+      errors[id] = `its data could not be stored: ${(err as Error)?.message ?? err}`;
+    }
+  }
+  return { extra, extraErrors: errors };
+}
+
+/** The record's JSON within MAX_RECORD_CHARS: its parts weighed one by one, the largest left out (and said so) until it fits. */
+function serialisedWithin(record: ProfileRecord): string {
+  const weights: [keyof ProfileRecord, number][] = [];
+  for (const key of Object.keys(record) as (keyof ProfileRecord)[]) {
+    let weight: number;
+    try {
+      weight = JSON.stringify(record[key])?.length ?? 0;
+    } catch {
+      weight = Infinity;
+    }
+    weights.push([key, weight]);
+  }
+  weights.sort((a, b) => b[1] - a[1]);
+  let total = weights.reduce((sum, [, weight]) => sum + (Number.isFinite(weight) ? weight : 0), 0);
+  const bounded: Record<string, unknown> = { ...record };
+  const failed: Record<string, string> = { ...record.failed };
+  for (const [key, weight] of weights) {
+    if ((total <= MAX_RECORD_CHARS - 4096 && Number.isFinite(weight)) || KEPT.has(key)) continue;
+    delete bounded[key];
+    failed[PANEL_OF[key] ?? key] = Number.isFinite(weight) ? `left out: its ${megabytes(weight)} MB were over the ${megabytes(MAX_RECORD_CHARS)} MB a profile may take` : 'left out: it could not be stored';
+    if (Number.isFinite(weight)) total -= weight;
+  }
+  bounded.failed = failed;
+  return JSON.stringify({ record: bounded });
+}
+
+/** What every record has, each bounded where it is captured: the panels read them. */
+const KEPT = new Set<keyof ProfileRecord>(['ttfb', 'rss', 'rawHeaders', 'head', 'responseBody', 'trail', 'failed']);
+/** The panel that shows a part of a record, where it is not named as the part is. */
+const PANEL_OF: Partial<Record<keyof ProfileRecord, string>> = { inside: 'db', requestBody: 'request', query: 'request', params: 'request', checks: 'security', trail: 'performance', loop: 'performance' };
+
+const megabytes = (chars: number): string => (chars / (1024 * 1024)).toFixed(1);
 
 /** A whole profile as stored by hand (tests, tools): its panels as they are, with no record to derive them from. */
 export function serialise(profile: Profile): StoredProfile {

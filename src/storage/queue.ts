@@ -111,7 +111,15 @@ export class WriteQueue<T> {
     const items = this.pending;
     this.pending = [];
     for (const item of items) {
-      const row = this.build(item);
+      let row: StoredProfile;
+      try {
+        row = this.build(item);
+      } catch (err) {
+        // One that cannot be built loses only itself, never the batch it came with.
+        this.account(-this.weigh(item));
+        this.onError(`profiler could not store a profile: ${(err as Error)?.message ?? err}`);
+        continue;
+      }
       this.account(row.data.length - this.weigh(item));
       this.built.push(row);
       this.builtBytes += row.data.length;
