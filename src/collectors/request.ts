@@ -22,6 +22,9 @@ export interface RequestData {
 /** The Host header: the summary's URL was made from it. */
 const derivedHeaders: DerivedHeaders = [['host', hostOf]];
 
+/** A parsed body is a form's fields where its content type says so: the page and the JSON twin say the same. */
+const formOrJson = (body: BodyData): BodyData => (body.kind === 'json' && /x-www-form-urlencoded/i.test(body.contentType ?? '') ? { ...body, kind: 'form' } : body);
+
 export const request: CorePanel<RequestData> = {
   id: 'request',
   title: 'Request',
@@ -34,7 +37,7 @@ export const request: CorePanel<RequestData> = {
       url: r.url,
       httpVersion: r.httpVersion,
       query: r.query,
-      body: r.body,
+      body: r.body && formOrJson(r.body),
       params: s.params,
       headers: r.headers,
       cookies: cookieNames(cookie === undefined ? undefined : Array.isArray(cookie) ? cookie.join('; ') : String(cookie)),

@@ -15,7 +15,8 @@ export const rawOf = (w: WireBody): RawBody => ({ bytes: w.bytes ? Buffer.from(w
 export interface BodyData {
   size: number;
   contentType?: string;
-  kind: 'json' | 'text' | 'binary';
+  /** `form`: a form body a parser read (x-www-form-urlencoded), its fields in `json`; said where panels are derived, stored as `json`. */
+  kind: 'json' | 'form' | 'text' | 'binary';
   /** The Content-Encoding the body went out in (gzip, deflate, br, zstd): what is shown is decoded. */
   encoding?: string;
   /** Parsed JSON (redacted), when the whole body fit and parsed. */

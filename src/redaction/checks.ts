@@ -1,7 +1,8 @@
 import { isIP } from 'node:net';
 import type { Check } from '../recording/checks.js';
+import type { FieldError } from '../recording/validations.js';
 import { hide } from './hidden.js';
-import { redactText, redactValue } from './redact.js';
+import { isSecretKey, redactText, redactValue } from './redact.js';
 
 /**
  * Checks as stored: reasons redacted as text, fields by key; a failing field's value is hidden
@@ -18,12 +19,37 @@ export function redactChecks(checks: Check[], keys: string[]): Check[] {
       if (check.library === 'express-rate-limit' && fields.key !== undefined && !isAddress(fields.key)) fields.key = hide(fields.key, `(a ${typeof fields.key}, not an address: hidden)`);
       if (fields.user !== undefined && (fields.user === null || typeof fields.user !== 'object')) fields.user = hide(fields.user, `(a ${fields.user === null ? 'null' : typeof fields.user})`);
     }
+    const quoted = fields === undefined ? [] : secretValues(fields.errors, keys);
+    if (quoted.length > 0) fields!.errors = (fields!.errors as FieldError[]).map((e) => (typeof e?.message === 'string' ? { ...e, message: cutOut(e.message, quoted) } : e));
     return {
       ...check,
-      reason: redactText(check.reason, keys),
+      reason: redactText(cutOut(check.reason, quoted), keys),
       ...(fields === undefined ? {} : { fields: redactValue(fields, keys) as Record<string, unknown> }),
     };
   });
+}
+
+/**
+ * The values of a validation's failing fields named like secrets: a library's message may quote
+ * the value it refused (joi's `with value "pw7ab12"`, valibot's `but received "pw7ab12"`), which
+ * is cut from the message and the reason at any length, not only where the gate would cut it.
+ */
+function secretValues(errors: unknown, keys: string[]): string[] {
+  if (!Array.isArray(errors)) return [];
+  const out: string[] = [];
+  for (const e of errors as FieldError[]) {
+    if (typeof e?.value === 'string' && e.value !== '' && typeof e.field === 'string' && isSecretKey(e.field, keys)) out.push(e.value);
+  }
+  return out.sort((a, b) => b.length - a.length);
+}
+
+/** A value of fewer than 4 characters is cut where it is quoted only: elsewhere it is as likely a word's letters. */
+function cutOut(text: string, values: string[]): string {
+  for (const value of values) {
+    if (value.length >= 4) text = text.split(value).join(hide(value));
+    else for (const q of ['"', "'", '`']) text = text.split(`${q}${value}${q}`).join(`${q}${hide(value)}${q}`);
+  }
+  return text;
 }
 
 /** An IP address, or one that express-rate-limit made a subnet of (`2001:db8::/56`). */

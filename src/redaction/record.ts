@@ -9,7 +9,7 @@ import type { CapturedInside, CapturedQuery } from '../recording/inside-capture.
 import { describeBytes, describeParsed, rawOf, type BodyData } from './body.js';
 import { redactedLine } from './log-line.js';
 import { setOwn } from '../recording/plain.js';
-import { hide, noting, type HiddenValues } from './hidden.js';
+import { hide, looksLikeToken, noting, type HiddenValues } from './hidden.js';
 import { isSecretKey, REDACTED, redactHeaders, redactHeaderValue, redactQuery, redactText, redactUrl, redactValue } from './redact.js';
 import { RequestSecrets } from './request-secrets.js';
 import { redactStatement, type RedactedStatement } from './sql.js';
@@ -455,7 +455,22 @@ function asPanels(value: unknown, keys: string[], depth = 0): unknown {
   if (typeof name === 'string' && Array.isArray(args) && args.every((a) => typeof a === 'string' || typeof a === 'number')) return { ...value, args: redactArgs(name, args.map(String)) };
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(value)) setOwn(out, key, asPanels((value as Record<string, unknown>)[key], keys, depth + 1));
+  boundValues(value as Record<string, unknown>, out, keys);
+  // An HTTP client's request (axios's `config`): its `params` are the URL's query.
+  if (typeof out.url === 'string' && out.params !== null && typeof out.params === 'object' && !Array.isArray(out.params)) out.params = redactQuery(out.params, keys);
   return out;
+}
+
+/**
+ * A driver's bound values on its error (Sequelize's and pg's `parameters`, knex's `bindings`), as
+ * the db panel redacts a statement's: by the column each goes with where the statement is beside
+ * them, else as values of no known column (token-shaped ones hidden).
+ */
+function boundValues(given: Record<string, unknown>, out: Record<string, unknown>, keys: string[]): void {
+  const name = Array.isArray(given.parameters) ? 'parameters' : Array.isArray(given.bindings) ? 'bindings' : undefined;
+  if (name === undefined) return;
+  const sql = given.sql;
+  out[name] = typeof sql === 'string' && sql !== '' ? redactStatement(sql, given[name], keys).params : (redactValue(given[name], keys) as unknown[]).map((v) => (looksLikeToken(v) ? hide(v) : v));
 }
 
 type Part = <T>(panel: string, redact: () => T, instead: T) => T;

@@ -46,7 +46,14 @@ export const isSecretKey = (key: string, keys: string[]): boolean => {
  * itself: how it is sent, when it expires, whether it is set. Never `id`, `key`, `hash`, `value`,
  * `header`: `session_id`, `auth_header` hold one.
  */
-const ABOUT = new Set(['method', 'methods', 'type', 'types', 'kind', 'mode', 'scheme', 'strategy', 'provider', 'source', 'format', 'version', 'policy', 'strength', 'hint', 'required', 'enabled', 'disabled', 'set', 'changed', 'updated', 'reset', 'expires', 'expiry', 'expiration', 'exp', 'at', 'time', 'date', 'timestamp', 'ttl', 'length', 'len', 'count', 'status', 'url', 'uri', 'endpoint', 'level']);
+const ABOUT = new Set([
+  // what it is called, and of what kind
+  'name', 'names', 'label', 'title', 'method', 'methods', 'type', 'types', 'kind', 'kinds', 'mode', 'scheme', 'strategy', 'provider', 'source', 'format', 'version', 'policy', 'strength', 'hint', 'level', 'status',
+  // whether it is there, and where it is sent
+  'required', 'enabled', 'disabled', 'set', 'changed', 'updated', 'reset', 'url', 'uri', 'endpoint',
+  // when, for how long, how many, how long a text
+  'expires', 'expiry', 'expiration', 'exp', 'expired', 'issued', 'created', 'used', 'at', 'time', 'date', 'timestamp', 'ttl', 'age', 'lifetime', 'timeout', 'duration', 'length', 'len', 'count', 'size',
+]);
 
 /**
  * Whether every place a secret's key stands in the name's words is followed by a word of ABOUT:
