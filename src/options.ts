@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { SCHEMA_PATTERN } from './storage/location.js';
-import { corePanels, type Collector, type PanelInfo } from './collectors/index.js';
+import type { Collector } from './recording/collect.js';
 
 /** What a user may pass to webProfiler(). Every field is optional. */
 export interface ProfilerOptions {
@@ -132,17 +132,12 @@ export interface ResolvedOptions {
   heapAndGc: boolean;
   aiContent: boolean;
   exclude: { paths: (string | RegExp)[]; statuses: number[] };
-  /** Every panel in menu order: the core ones, then the app's. */
-  panels: PanelInfo[];
 }
 
 export const DEFAULT_REDACT_KEYS = [
   'password', 'passwd', 'pass', 'pwd', 'passphrase', 'secret', 'token', 'jwt', 'bearer', 'api_key', 'apikey', 'api-key',
   'auth', 'authorization', 'cookie', 'credential', 'private_key', 'privatekey', 'private-key', 'session', 'signature', 'sig',
 ];
-
-/** The core panels' ids, and the CPU profile stored beside its panel. */
-const RESERVED_PANEL_IDS = new Set([...corePanels.map((p) => p.id), 'cpuprofile']);
 
 const PRODUCTION = /^(prod|production)$/i;
 
@@ -165,10 +160,6 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
   const instance = options.instance ?? `${hostname()}:${process.pid}`;
   if (typeof instance !== 'string' || instance.length === 0 || instance.length > 200) {
     throw new RangeError('webProfiler: instance must be a name of 1 to 200 characters');
-  }
-  for (const { id } of options.collectors ?? []) {
-    // A profile's panels are one set of ids: an app's panel cannot take a core panel's place.
-    if (RESERVED_PANEL_IDS.has(id)) throw new RangeError(`webProfiler: a collector's id cannot be "${id}", which is a core panel's`);
   }
   return {
     enabled: options.enabled ?? !isProduction(env),
@@ -201,7 +192,6 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
     heapAndGc: options.heapAndGc ?? false,
     aiContent: options.aiContent ?? false,
     exclude: { paths: options.exclude?.paths ?? [], statuses: options.exclude?.statuses ?? [] },
-    panels: [...corePanels, ...(options.collectors ?? [])],
   };
 }
 

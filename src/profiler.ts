@@ -24,7 +24,7 @@ import { hookEsmAiSdks } from './instruments/ai-sdks.js';
 import { recordAiSdk } from './instruments/ai-telemetry.js';
 import { recordViews } from './instruments/views.js';
 import { answer, KEPT_FAILURES, type Failure, type Readable } from './testing/registry.js';
-import { panelOptionsOf, readProfile } from './collectors/index.js';
+import { corePanels, panelOptionsOf, readProfile, type PanelInfo } from './collectors/index.js';
 import type { RecorderSettings, WorkContext } from './recording/context.js';
 import { commandStarted, runCommand } from './recording/command.js';
 import { hookEsmDrizzle } from './instruments/drizzle.js';
@@ -100,8 +100,20 @@ export interface RunOptions {
 const isProfilerPath = (url: string) =>
   url.startsWith('/_') && /^\/(_profiler(\/|\?|$)|_wdt\/)/.test(url);
 
+/** The core panels' ids, and the CPU profile stored beside its panel. */
+const RESERVED_PANEL_IDS = new Set([...corePanels.map((p) => p.id), 'cpuprofile']);
+
+/** Every panel of a profile in menu order: the core ones, then the app's, which cannot take a core panel's id. */
+function panelsOf(collectors: ResolvedOptions['collectors']): PanelInfo[] {
+  for (const { id } of collectors) {
+    if (RESERVED_PANEL_IDS.has(id)) throw new RangeError(`webProfiler: a collector's id cannot be "${id}", which is a core panel's`);
+  }
+  return [...corePanels, ...collectors];
+}
+
 export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const resolved = resolveOptions(userOptions);
+  const panels = panelsOf(resolved.collectors);
   if (!resolved.enabled) return assemble(resolved);
   // The pages read through a connection of this thread's own; the writer thread tells any trouble.
   const database = storedAt(resolved.database);
@@ -166,6 +178,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   });
   const pages = profilerPages({
     options,
+    panels,
     explainable,
     // What waits on this thread is handed over; a page that asks for what is not stored yet has it written now (settle).
     store: () => {

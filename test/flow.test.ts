@@ -39,6 +39,13 @@ describe('the flow of data goes one way', () => {
     expect(backwards).toEqual([]);
   });
 
+  it('the options, which every side reads, read nothing of the panels: the app\'s collectors are data to them', () => {
+    const text = readFileSync(path.join(SRC, 'options.ts'), 'utf8');
+    const reached = [...text.matchAll(/(?:from|import\()\s*'\.\/([^/']+)\//g)].map((m) => m[1]);
+    expect(reached.filter((folder) => ORDER.indexOf(folder) >= ORDER.indexOf('collectors'))).toEqual([]);
+    expect(reached.length).toBeGreaterThan(0);
+  });
+
   it('the write side (recording, redaction, storage) reads nothing of the pages', () => {
     const reads = edges.filter(({ from, to }) => ['recording', 'instruments', 'redaction', 'storage'].includes(from) && ['collectors', 'web', 'cli'].includes(to));
     expect(reads.map(({ file, to }) => `${file} → ${to}`)).toEqual([]);

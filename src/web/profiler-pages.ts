@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { panelOptionsOf, readProfile as derived } from '../collectors/index.js';
+import { panelOptionsOf, readProfile as derived, type PanelInfo } from '../collectors/index.js';
 import { onceEach } from '../recording/collect.js';
 import { routeTable } from './routes.js';
 import type { ResolvedOptions } from '../options.js';
@@ -27,6 +27,8 @@ const isDriverPanel = (id: string): id is DriverPanel => (DRIVER_PANELS as reado
 
 export interface PagesDeps {
   options: ResolvedOptions;
+  /** Every panel in menu order: the core ones, then the app's. */
+  panels: PanelInfo[];
   /** The SELECTs of recent requests, by reference, for EXPLAIN. */
   explainable: ExplainRegistry;
   /** The store as it is: what this process recorded may still be on its way to it (see settle). */
@@ -163,7 +165,7 @@ export function profilerPages(deps: PagesDeps) {
       res.setHeader('Retry-After', '1');
       return fail(req, res, 404, 'Profile not found', `No profile is stored for token "${token}": its request is still running (a profile is written when the response ends), or it was pruned, dropped while storage was behind, or recorded by another server that has not written it yet.`, { token });
     }
-    const panels = menuOf(profile, options.panels);
+    const panels = menuOf(profile, deps.panels);
     const asked = req.query.panel;
     // Opens on why it failed: its exception, else a GraphQL request's errors.
     const graphqlErrors = ((profile.collectors.graphql as { errors?: number } | undefined)?.errors ?? 0) > 0;
