@@ -8,6 +8,8 @@ import hbs from 'hbs';
 import { execFile } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { promisify } from 'node:util';
+import { gunzipSync } from 'node:zlib';
+import compression from 'compression';
 import path from 'node:path';
 import { afterAll, beforeAll, afterEach, describe, expect, it } from 'vitest';
 import { webProfiler, type WebProfiler } from '../src/index.js';
@@ -46,7 +48,7 @@ const TOOLBAR = /<div id="wp-wdt" data-token="[0-9a-f]+" hidden><\/div><script>[
 function comparable(raw: Raw, toolbarPage = TOOLBAR.test(raw.body.toString('latin1'))) {
   const text = raw.body.toString('latin1');
   const toolbar = TOOLBAR.test(text);
-  const skip = new Set([...DEBUG_HEADERS, 'date', ...(toolbarPage ? ['content-length', 'etag'] : [])]);
+  const skip = new Set([...DEBUG_HEADERS, 'date', ...(toolbarPage ? ['content-length', 'etag', 'last-modified', 'accept-ranges'] : [])]);
   return {
     status: raw.status,
     headers: raw.headers.filter(([name]) => !skip.has(name.toLowerCase())),
@@ -403,7 +405,11 @@ describe('the toolbar in HTML files: res.sendFile and express.static', () => {
       expect(comparable(r, true)).toEqual({ ...comparable(b, true), toolbar: true });
       const length = r.headers.find(([name]) => name.toLowerCase() === 'content-length')?.[1];
       expect(Number(length)).toBe(r.body.length);
-      expect(r.headers.some(([name]) => name.toLowerCase() === 'etag')).toBe(false);
+      // The page as sent is not the file: no validator or range is offered for it (the file has all three).
+      for (const name of ['etag', 'last-modified', 'accept-ranges']) {
+        expect(b.headers.some(([n]) => n.toLowerCase() === name), `bare ${name}`).toBe(true);
+        expect(r.headers.some(([n]) => n.toLowerCase() === name), name).toBe(false);
+      }
       // Conditional and partial answers, and HEAD, are the file's own, untouched.
       const modified = b.headers.find(([name]) => name.toLowerCase() === 'last-modified')![1];
       for (const [method, headers] of [['GET', { 'if-modified-since': modified }], ['GET', { range: 'bytes=0-9' }], ['HEAD', {}]] as const) {
@@ -412,6 +418,40 @@ describe('the toolbar in HTML files: res.sendFile and express.static', () => {
         expect(ours, `${method} ${at} ${JSON.stringify(headers)}`).toEqual(plain);
         expect(ours.toolbar).toBe(false);
       }
+    }
+  });
+
+  it('goes into them behind compression(), compressed with the page, or plain where the client takes no encoding', async () => {
+    const root = tempDir();
+    const spa = `<!doctype html><html><head><title>SPA</title></head><body><div id="app"></div>${'<p>filler</p>'.repeat(200)}</body></html>`;
+    writeFileSync(path.join(root, 'index.html'), spa);
+    const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    const make = (withIt: boolean) => {
+      const app = express();
+      if (withIt) app.use(profiler);
+      app.use(compression());
+      app.get('/page', (_req, res) => res.sendFile(path.join(root, 'index.html')));
+      app.use(express.static(root));
+      return app;
+    };
+    const [bare, recorded] = await Promise.all([listen(make(false)), listen(make(true))]);
+    running.push(bare, recorded);
+    const header = (raw: Raw, name: string) => raw.headers.find(([n]) => n.toLowerCase() === name)?.[1];
+    for (const at of ['/', '/page']) {
+      const b = await send(bare.url, 'GET', at, { 'accept-encoding': 'gzip' });
+      const r = await send(recorded.url, 'GET', at, { 'accept-encoding': 'gzip' });
+      expect(header(b, 'content-encoding')).toBe('gzip');
+      expect(header(r, 'content-encoding')).toBe('gzip');
+      expect(header(r, 'vary')).toBe(header(b, 'vary'));
+      expect(header(r, 'etag')).toBeUndefined();
+      const page = gunzipSync(r.body).toString('latin1');
+      expect(TOOLBAR.test(page), at).toBe(true);
+      expect(page.replace(TOOLBAR, '')).toBe(gunzipSync(b.body).toString('latin1'));
+      // A client that takes no encoding gets the page plain, at the length it has.
+      const plain = await send(recorded.url, 'GET', at);
+      expect(header(plain, 'content-encoding')).toBeUndefined();
+      expect(TOOLBAR.test(plain.body.toString('latin1'))).toBe(true);
+      expect(Number(header(plain, 'content-length'))).toBe(plain.body.length);
     }
   });
 });

@@ -124,6 +124,8 @@ export interface RecorderSettings {
   failed: (err: unknown) => void;
   /** The response of ctx has another prototype now (an inner app's): patch that one too. */
   adopt: (req: unknown, res: unknown, ctx: RequestContext) => void;
+  /** compression() is about to wrap the response's write and end: a page for the toolbar is held above them. */
+  beforeCompression: (res: unknown, ctx: RequestContext) => void;
 }
 
 /** Where a response keeps its context: found through res even where async context is lost. */

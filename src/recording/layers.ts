@@ -103,6 +103,7 @@ function begin(ctx: RequestContext, layer: RouterLayer, req: unknown, res: unkno
   if (Object.getPrototypeOf(res) !== ctx.proto) ctx.recorder.adopt(req, res, ctx);
   ctx.trail.push(layer, now - ctx.start);
   if (!handlesError) entered(ctx, layer, req as { baseUrl?: string; params?: unknown });
+  if (layer.name === 'compression') ctx.recorder.beforeCompression(res, ctx);
   return enter(ctx);
 }
 

@@ -16,7 +16,7 @@ import { loopFinished, loopStarted } from './loop.js';
 type Method = (this: ServerResponse, ...args: unknown[]) => unknown;
 type Tracked = ServerResponse & { [kContext]?: RequestContext; req?: IncomingMessage };
 
-export interface RecorderDeps extends Omit<RecorderSettings, 'adopt'> {
+export interface RecorderDeps extends Omit<RecorderSettings, 'adopt' | 'beforeCompression'> {
   nextToken: () => string;
   /** An app's first request: by now it has loaded its drivers and set its settings. */
   appSeen: (app: unknown) => void;
@@ -36,6 +36,7 @@ export function recorder(deps: RecorderDeps) {
       ctx.proto = Object.getPrototypeOf(res);
       hookLayers((req as Request).app);
     },
+    beforeCompression: (res, ctx) => holdAboveCompression(res as Tracked, ctx),
   };
   let lastApp: unknown;
 
@@ -329,6 +330,45 @@ function patchPrototypes(req: Request, res: Response) {
       }
     });
   }
+}
+
+/**
+ * compression() puts its own write and end on the response, which compress what they are given
+ * and pass it to those they found (ours, on the prototype): a file page would reach ours already
+ * compressed, with no room for the toolbar. As its layer is entered, the response's write and end
+ * become accessors: what compression() sets is kept as the next step, and a page (as holdsPage
+ * says) is held above it until its end, then handed to it whole, with the toolbar and its length.
+ */
+function holdAboveCompression(res: Tracked, ctx: RequestContext): void {
+  if (ctx.recorder.inject === undefined || Object.hasOwn(res, 'write') || Object.hasOwn(res, 'end')) return;
+  const proto = Object.getPrototypeOf(res) as { write: Method; end: Method };
+  let write = proto.write;
+  let end = proto.end;
+  let held: { chunks: Buffer[]; callbacks: (() => void)[] } | undefined;
+  const outerWrite = function write_(this: Tracked, chunk: unknown, encoding?: unknown, cb?: unknown) {
+    if (held === undefined && (this.headersSent || !holdsPage(this, ctx))) return write.call(this, chunk, encoding, cb);
+    held ??= { chunks: [], callbacks: [] };
+    if (typeof encoding === 'function') [cb, encoding] = [encoding, undefined];
+    if (chunk != null) held.chunks.push(asBuffer(chunk, encoding));
+    if (typeof cb === 'function') held.callbacks.push(cb as () => void);
+    return true;
+  };
+  const outerEnd = function end_(this: Tracked, chunk?: unknown, encoding?: unknown, cb?: unknown) {
+    if (held === undefined) return end.call(this, chunk, encoding, cb);
+    const page = held;
+    held = undefined;
+    if (typeof chunk === 'function') [cb, chunk] = [chunk, undefined];
+    else if (typeof encoding === 'function') [cb, encoding] = [encoding, undefined];
+    if (chunk != null) page.chunks.push(asBuffer(chunk, encoding));
+    if (typeof cb === 'function') page.callbacks.push(cb as () => void);
+    const whole = Buffer.concat(page.chunks);
+    if (page.callbacks.length > 0) this.once('finish', () => { for (const callback of page.callbacks) callback(); });
+    return end.call(this, injectToolbar(this, ctx, whole, undefined) ?? whole);
+  };
+  let wrappedWrite = false;
+  let wrappedEnd = false;
+  Object.defineProperty(res, 'write', { configurable: true, enumerable: true, get: () => (wrappedWrite ? outerWrite : write), set: (fn: Method) => { write = fn; wrappedWrite = true; } });
+  Object.defineProperty(res, 'end', { configurable: true, enumerable: true, get: () => (wrappedEnd ? outerEnd : end), set: (fn: Method) => { end = fn; wrappedEnd = true; } });
 }
 
 /** The body with the toolbar, or undefined: whatever goes wrong in there, the app's body goes out as it was. */

@@ -23,7 +23,8 @@ const NO_SCRIPT = "the web debug toolbar is left out of pages whose Content-Secu
 /**
  * The body with the toolbar before its last </body>, or undefined to leave it alone: only whole
  * HTML pages get it (no XHR, redirect, attachment, encoded, streamed or XHTML body), as Symfony
- * does. The body changes, so an ETag the app set for it goes; Content-Length follows the new body.
+ * does. The body changes, so the validators and ranges the app offered for it go (ETag,
+ * Last-Modified, Accept-Ranges); Content-Length follows the new body.
  */
 export const toolbarInjector = (tell: (message: string) => void) =>
   function withToolbar<T extends string | Buffer>(req: IncomingMessage, res: ServerResponse, token: string, body: T, encoding: unknown): T | undefined {
@@ -42,7 +43,10 @@ export const toolbarInjector = (tell: (message: string) => void) =>
     if (!runsNoScript(policy)) tell(NO_SCRIPT);
     return undefined;
   }
+  // The page as sent is not the file a validator or a range would be answered for: none is offered for it.
   res.removeHeader('ETag');
+  res.removeHeader('Last-Modified');
+  res.removeHeader('Accept-Ranges');
   if (typeof body === 'string') {
     const out = body.slice(0, at) + snippet(token, script) + body.slice(at);
     if (res.hasHeader('content-length')) res.setHeader('Content-Length', Buffer.byteLength(out, Buffer.isEncoding(encoding as string) ? (encoding as BufferEncoding) : 'utf8'));

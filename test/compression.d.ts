@@ -1,0 +1,4 @@
+declare module 'compression' {
+  import type { RequestHandler } from 'express';
+  export default function compression(options?: { threshold?: number | string }): RequestHandler;
+}
