@@ -135,6 +135,19 @@ describe.each([
     await expect(assertNoMissingTranslations(await testingProfileOf(de, read))).rejects.toThrow(/1 missing translation/);
   });
 
+  it("reads the values given to a translation as data: no getter of the app's called, no Proxy trap run", async () => {
+    // What i18next itself runs of them, bare, in this process (it reads its options once itself).
+    const i18n = (await import('i18next')).default.createInstance();
+    await i18n.init({ lng: 'en', resources: { en: { translation: { hello: 'Hello {{name}}' } } } });
+    const bare: string[] = [];
+    const extra = new Proxy({ shown: 1 }, { ownKeys: (t) => (bare.push('ownKeys'), Reflect.ownKeys(t)), get: (t, k) => (bare.push('get'), Reflect.get(t, k)), getOwnPropertyDescriptor: (t, k) => (bare.push('descriptor'), Reflect.getOwnPropertyDescriptor(t, k)) });
+    i18n.t('hello', { name: 'Ada', extra, get computed() { bare.push('getter'); return 'computed'; } } as never);
+    const res = await fetch(`${app.url}/guarded?lng=en`);
+    expect(await res.json()).toEqual({ text: 'Hello Ada', ran: bare });
+    const hello = (await profileOf(res)).collectors.translations.messages.find((m: any) => m.key === 'hello');
+    expect(hello.values).toEqual({ name: 'Ada', extra: '[Proxy]' });
+  });
+
   it('profileOf() gives a test the dumps, each as a tree and as text', async () => {
     const res = await fetch(`${app.url}/dump`);
     await res.text();

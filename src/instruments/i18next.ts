@@ -4,6 +4,7 @@ import { noteTranslation } from '../recording/translations.js';
 import type { DriverAdapter } from './driver.js';
 import { esmCopy } from './esm-copy.js';
 import path from 'node:path';
+import { types } from 'node:util';
 
 type Resolved = { res?: unknown; usedKey?: string; exactUsedKey?: string; usedLng?: string; usedNS?: string } | undefined;
 interface Translator {
@@ -67,7 +68,8 @@ function hookTranslator(proto: Translator): void {
 const hooked = new WeakSet<object>();
 
 function note(ctx: WorkContext, translator: Translator, keys: unknown, options: unknown, resolved: Resolved, result: unknown): void {
-  const o = options !== null && typeof options === 'object' ? (options as Record<string, unknown>) : {};
+  // The app's options read as data (no getter called, no Proxy trap run): i18next reads them itself, bare.
+  const o = options !== null && typeof options === 'object' && !types.isProxy(options) ? ownData(options) : {};
   const asked = Array.isArray(keys) ? String(keys[keys.length - 1]) : typeof keys === 'string' ? keys : String(keys);
   const { key, namespaces } = translator.extractFromKey(asked, o);
   const lng = String(o.lng ?? translator.language ?? '');
@@ -88,6 +90,16 @@ function note(ctx: WorkContext, translator: Translator, keys: unknown, options: 
     values,
     result: typeof result === 'string' ? result : result === null || result === undefined ? String(result) : `[${Array.isArray(result) ? 'array' : typeof result}]`,
   }, () => languagesOf(translator, lng));
+}
+
+/** An object's own data properties, as a plain object: a getter is left out. */
+function ownData(options: object): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const name of Object.keys(options)) {
+    const descriptor = Object.getOwnPropertyDescriptor(options, name);
+    if (descriptor !== undefined && 'value' in descriptor) out[name] = descriptor.value;
+  }
+  return out;
 }
 
 function languagesOf(translator: Translator, lng: string): { known: string[]; fallback: string[] } {

@@ -1,3 +1,5 @@
+import { types } from 'node:util';
+
 /** What one plain() copy may spend: roughly the bytes of its JSON. */
 export const PLAIN_BUDGET = 256 * 1024;
 const MAX_DEPTH = 20;
@@ -19,8 +21,8 @@ export interface Bounded {
  * past it, what is left is dropped and `cut` says so. Keys are copied as own properties (setOwn),
  * so keys such as `__proto__` and `constructor` stay ordinary keys that are shown, never lost.
  */
-export function bounded(value: unknown, budget = PLAIN_BUDGET): Bounded {
-  const walk = new Walk(budget);
+export function bounded(value: unknown, budget = PLAIN_BUDGET, dataOnly = false): Bounded {
+  const walk = new Walk(budget, dataOnly);
   const copy = walk.copy(value, 0);
   return { value: copy, cut: walk.cut, size: budget - Math.max(walk.left, 0) };
 }
@@ -35,6 +37,13 @@ export function setOwn(obj: Record<string, unknown>, key: string, value: unknown
   else obj[key] = value;
 }
 
+/**
+ * A copy read as dump() reads (see snapshot-value.ts): own data properties only, a getter named
+ * and never called, a Proxy named and none of its traps run. For values the app handed a library
+ * (a translation's), whose reading must run none of the app's code.
+ */
+export const dataOnly = (value: unknown, budget = PLAIN_BUDGET): Bounded => bounded(value, budget, true);
+
 /** The copy alone: see bounded(). */
 export const plain = (value: unknown, budget = PLAIN_BUDGET): unknown => bounded(value, budget).value;
 
@@ -42,7 +51,7 @@ class Walk {
   cut = false;
   private readonly ancestors: object[] = [];
 
-  constructor(public left: number) {}
+  constructor(public left: number, private readonly dataOnly = false) {}
 
   private spend(n: number): boolean {
     this.left -= n;
@@ -81,6 +90,7 @@ class Walk {
     if (value === null) return null;
     if (!this.spend(2)) return undefined;
     const obj = value as object;
+    if (this.dataOnly && types.isProxy(obj)) return '[Proxy]';
     if (this.ancestors.includes(obj)) return '[circular]';
     if (depth >= MAX_DEPTH) return '[too deep]';
     if (obj instanceof Error) return this.copy(`${obj.name}: ${obj.message}`, depth);
@@ -103,7 +113,7 @@ class Walk {
     const n = Math.min(list.length, MAX_ENTRIES);
     for (let i = 0; i < n; i++) {
       if (this.left <= 0) break;
-      out.push(this.copy(list[i], depth + 1) ?? null);
+      out.push(this.copy(this.read(list, String(i)), depth + 1) ?? null);
     }
     if (out.length < list.length) this.cut = true;
     return out;
@@ -112,15 +122,29 @@ class Walk {
   private object(obj: object, depth: number): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     let n = 0;
-    for (const key in obj) {
+    for (const key of this.dataOnly ? Object.keys(obj) : keysIn(obj)) {
       if (n++ >= MAX_ENTRIES || this.left <= 0) {
         this.cut = true;
         break;
       }
       this.spend(key.length + 4);
-      const v = this.copy((obj as Record<string, unknown>)[key], depth + 1);
+      const v = this.copy(this.read(obj, key), depth + 1);
       if (v !== undefined) setOwn(out, key, v);
     }
     return out;
   }
+
+  /** obj[key]; reading data only, a getter's name instead of its value. */
+  private read(obj: object, key: string): unknown {
+    if (!this.dataOnly) return (obj as Record<string, unknown>)[key];
+    const descriptor = Object.getOwnPropertyDescriptor(obj, key);
+    return descriptor === undefined ? undefined : 'value' in descriptor ? descriptor.value : '[getter]';
+  }
+}
+
+/** The keys for…in visits: own and inherited enumerable ones. */
+function keysIn(obj: object): string[] {
+  const keys: string[] = [];
+  for (const key in obj) keys.push(key);
+  return keys;
 }

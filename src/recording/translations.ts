@@ -1,4 +1,4 @@
-import { bounded } from './plain.js';
+import { dataOnly } from './plain.js';
 import type { WorkContext } from './context.js';
 
 /** One message as a request translated it, counted when the same key came back in the same language. */
@@ -48,6 +48,6 @@ export function noteTranslation(ctx: WorkContext, t: Omit<Translation, 'count'>,
     state.dropped++;
     return;
   }
-  const values = t.values === undefined ? undefined : (bounded(t.values, VALUES_BUDGET).value as Record<string, unknown>);
+  const values = t.values === undefined ? undefined : (dataOnly(t.values, VALUES_BUDGET).value as Record<string, unknown>);
   state.byKey.set(id, { ...t, values, result: t.result.slice(0, 1000), count: 1 });
 }
