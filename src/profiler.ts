@@ -31,6 +31,7 @@ import { hookEsmDrizzle } from './instruments/drizzle.js';
 import { instrumentNest } from './instruments/nestjs.js';
 import { skipFrames } from './recording/caller.js';
 import { instrumentWinston } from './instruments/winston-writes.js';
+import { instrumentLog4js } from './instruments/log4js.js';
 import { ExplainRegistry } from './web/explain.js';
 import { appInfo } from './recording/app-info.js';
 import { recordHttpCalls } from './instruments/http-client.js';
@@ -134,6 +135,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     instrumentLoaded(tellOwn);
     instrumentNest(tellOwn);
     instrumentWinston();
+    instrumentLog4js();
   };
   findDrivers();
   followLoads(findDrivers);

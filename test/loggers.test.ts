@@ -1,9 +1,10 @@
 import express from 'express';
-import { cpSync } from 'node:fs';
+import { cpSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import winston from 'winston';
+import log4js from 'log4js';
 import { createRequire } from 'node:module';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { logger, pinoDestination, webProfiler } from '../src/index.js';
@@ -226,6 +227,49 @@ describe('winston: a copy the profiler did not find', () => {
     };
     for (let waited = 0; lines().length < 2 && waited < 30_000; waited += 20) await sleep(20);
     expect(lines().sort()).toEqual(['from the copy it found', 'from the vendored copy']);
+  });
+});
+
+describe('log4js', () => {
+  it('keeps each line once, at its level, with its category and context and without colours, from a log4js loaded before the profiler; what log4js writes is unchanged', async () => {
+    // log4js is imported at the top of this file, before any profiler is made, as an ES module app's hoisted imports load it.
+    const printed: string[] = [];
+    const collect = { configure: (config: { layout: unknown }, layouts: { layout(type: string, config: unknown): (event: unknown) => string }) => {
+      const layout = layouts.layout('pattern', config.layout);
+      return (event: unknown) => printed.push(layout(event));
+    } };
+    // An appender that writes through console.log as it is when the line comes, as log4js's own console appender does when it loads after the profiler.
+    const viaConsole = { configure: (_config: unknown, layouts: { colouredLayout: (event: unknown) => string }) => (event: unknown) => console.log(layouts.colouredLayout(event)) };
+    log4js.configure({
+      appenders: { coloured: { type: viaConsole }, pattern: { type: collect, layout: { type: 'pattern', pattern: '%p %c %m at %f{1}:%l' } } },
+      categories: { default: { appenders: ['coloured', 'pattern'], level: 'debug', enableCallStack: true } },
+    } as never);
+    const pool = log4js.getLogger('db-pool');
+    pool.addContext('pool', 'primary');
+    const database = tempDb();
+    const profiler = webProfiler({ database, onError: () => {} });
+    closing.push(() => profiler.close());
+    const app = express();
+    app.use(profiler);
+    app.get('/pool', (_req, res) => {
+      pool.warn('slow acquire: %d ms', 812);
+      log4js.getLogger('http').error(new Error('upstream refused'));
+      res.send('ok');
+    });
+    const server = await listen(app);
+    running.push(server);
+    const res = await fetch(`${server.url}/pool`);
+    await res.text();
+    const warnLine = readFileSync(new URL(import.meta.url), 'utf8').split('\n').findIndex((l) => l.includes("pool.warn('slow acquire")) + 1;
+    profiler.flush();
+    const lines = readRows(database).find((r) => r.token === res.headers.get('x-debug-token'))!.collectors.logs.lines;
+    expect(lines.map((l: any) => [l.level, l.logger, l.channel, l.message.split('\n')[0]])).toEqual([
+      ['warn', 'db-pool', 'log4js', 'slow acquire: 812 ms'],
+      ['error', 'http', 'log4js', 'Error: upstream refused'],
+    ]);
+    expect(lines[0].context).toEqual({ pool: 'primary' });
+    // log4js wrote what it writes bare: its pattern with the app's line (log4js counts the frames up to it).
+    expect(printed[0]).toBe(`WARN db-pool slow acquire: 812 ms at loggers.test.ts:${warnLine}`);
   });
 });
 

@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 /** Where a line came from: req.log or the exported logger, console.*, pino, winston. */
-export type LogChannel = 'app' | 'console' | 'pino' | 'winston' | 'nest';
+export type LogChannel = 'app' | 'console' | 'pino' | 'winston' | 'nest' | 'log4js';
 
 export interface LogLine {
   time: number;

@@ -57,6 +57,18 @@ const CONSOLE_LEVELS: [keyof Console, LogLevel][] = [
 ];
 
 let consoleCaptured = false;
+/** Set while a logger the profiler follows itself writes to the console (log4js's console appender): its line is kept already. */
+let consoleQuiet = 0;
+
+/** Run `write` with console lines not kept: a followed logger's appenders writing a line it kept. */
+export function quietConsole<T>(write: () => T): T {
+  consoleQuiet++;
+  try {
+    return write();
+  } finally {
+    consoleQuiet--;
+  }
+}
 
 /**
  * Mirror console.* lines written during a request into its profile. The original method is
@@ -70,7 +82,7 @@ export function captureConsole(): void {
     const original = console[method] as (...args: unknown[]) => void;
     (console as unknown as Record<string, unknown>)[method] = function (this: Console, ...args: unknown[]) {
       original.apply(this, args);
-      const ctx = currentContext();
+      const ctx = consoleQuiet === 0 ? currentContext() : undefined;
       if (ctx) consoleLine(ctx, level, args);
     };
   }
@@ -87,7 +99,7 @@ type KeepLine = (type: string, message: string) => void;
 
 /** This copy's way to keep a jest console line: held strongly here, weakly by the shared wrapper. */
 const keepJestLine: KeepLine = (type, message) => {
-  const ctx = currentContext();
+  const ctx = consoleQuiet === 0 ? currentContext() : undefined;
   if (ctx) addLine(ctx, JEST_LEVELS[type] ?? 'info', message.trimStart(), undefined, 'console');
 };
 
