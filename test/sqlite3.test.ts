@@ -88,4 +88,34 @@ describe('database queries: sqlite3 (node-sqlite3), no setup', () => {
     expect([select.caller, select.callerFrom]).toEqual([`${path.resolve('test/sqlite3.test.ts')}:${answered}`, 'response']);
     expect(orms.queries.find((q: any) => q.sql.startsWith('select `name`')).callerFrom).toBeUndefined();
   });
+
+  it('a knex transaction that commits after the response: its COMMIT says it ran after the response, from a callback', async () => {
+    const file = path.join(tempDir(), 'tx.sqlite');
+    const builder = knex({ client: 'sqlite3', connection: { filename: file }, useNullAsDefault: true });
+    closing.push(() => builder.destroy());
+    await builder.schema.createTable('links', (t) => { t.increments('id'); t.string('url'); });
+    const profiler = webProfiler({ database: tempDb(), onError: () => {} });
+    closing.push(() => profiler.close());
+    const app = express();
+    app.use(profiler);
+    app.post('/links', async (_req, res) => {
+      await builder.transaction(async (trx) => {
+        await trx('links').insert({ url: 'https://example.test/a' });
+        // Answered inside the transaction: knex commits once this callback's promise settles.
+        res.status(201).send('made');
+      });
+    });
+    const server = await listen(app);
+    running.push(server);
+    const res = await fetch(`${server.url}/links`, { method: 'POST' });
+    expect(res.status).toBe(201);
+    const queries = (await (await fetch(`${server.url}/_profiler/${res.headers.get('x-debug-token')}?panel=db`, { headers: { accept: 'application/json' } })).json()).data.queries;
+    const commit = queries.find((q: any) => /^COMMIT/i.test(q.sql));
+    expect(commit).toMatchObject({ after: expect.any(String), callerFrom: 'after' });
+    expect(commit.caller).toBeUndefined();
+    // Every statement has the app's line or says where it ran from.
+    for (const q of queries) expect(q.caller !== undefined || q.callerFrom !== undefined, q.sql).toBe(true);
+    const page = await (await fetch(`${server.url}/_profiler/${res.headers.get('x-debug-token')}?panel=db`)).text();
+    expect(page).toContain('ran after the response</abbr>, from a callback');
+  });
 });

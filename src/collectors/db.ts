@@ -3,6 +3,7 @@ import type { RecordedQuery } from '../redaction/record.js';
 import type { CorePanel } from './collector.js';
 import { afterResponse, duration, layerAt, type AfterResponse } from './inside-layers.js';
 import { runnableSql } from '../redaction/sql.js';
+import { MAX_CALLERS } from '../recording/inside.js';
 
 export interface QueryData {
   /** Its number in the request, from 0: the EXPLAIN link's. */
@@ -24,8 +25,14 @@ export interface QueryData {
   via?: string[];
   /** Run after the response went out, or ended after it: see AfterResponse. */
   after?: AfterResponse;
-  /** Where `caller` came from when the statement's own stack held none of the app's lines: the line that answered (`response`), or the route handler's name (`handler`). */
-  callerFrom?: 'response' | 'handler';
+  /**
+   * Where `caller` came from when the statement's own stack held none of the app's lines: the line
+   * that answered (`response`), or the route handler's name (`handler`). With no caller at all:
+   * it ran from a callback of a library's own (`callback`; a transaction's COMMIT), after the
+   * response went out (`after`; a session store's touch), or past the statements whose line is
+   * looked for (`unsought`).
+   */
+  callerFrom?: 'response' | 'handler' | 'callback' | 'after' | 'unsought';
   layer?: string;
   slow: boolean;
   /** Run ≥ N_PLUS_ONE times from this caller line: a likely N+1. */
@@ -114,9 +121,11 @@ export const db: CorePanel<DbData> = {
       if (q.error !== undefined) data.error = q.error;
       if (q.caller !== undefined) data.caller = q.caller;
       if (q.via !== undefined) data.via = q.via;
-      if (q.callerFrom !== undefined) data.callerFrom = q.callerFrom;
       const after = afterResponse(q.start, q.end, s.duration);
       if (after !== undefined) data.after = after;
+      if (q.callerFrom !== undefined) data.callerFrom = q.callerFrom;
+      // The line that answered was read as the head went out: a statement with none that began after it ran from what followed the answer.
+      else if (q.caller === undefined) data.callerFrom = n >= MAX_CALLERS ? 'unsought' : q.start >= s.ttfb ? 'after' : 'callback';
       const layer = layerAt(s.spans, q.start);
       if (layer !== undefined) data.layer = layer;
       return data;
