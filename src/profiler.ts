@@ -32,6 +32,7 @@ import { instrumentNest } from './instruments/nestjs.js';
 import { skipFrames } from './recording/caller.js';
 import { instrumentWinston } from './instruments/winston-writes.js';
 import { instrumentLog4js } from './instruments/log4js.js';
+import { watchValidations } from './instruments/validation-hooks.js';
 import { ExplainRegistry } from './web/explain.js';
 import { appInfo } from './recording/app-info.js';
 import { recordHttpCalls } from './instruments/http-client.js';
@@ -124,6 +125,8 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const storage = pageStorage(database, schema, (token) => writer.taken.add(token));
   const tellOwn = onceEach(options.onError);
   skipFrames(options.skipFrames);
+  // A zod the app loads from now on is followed without the hooks entry (where Node can).
+  watchValidations({ valibot: false });
   captureConsole();
   hookLoadedRouters();
   recordHttpCalls(tellOwn);

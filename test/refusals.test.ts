@@ -196,3 +196,37 @@ describe.each([
     expect(stored).not.toContain(jwt.sign({ sub: 'ada', aud: 'notes', exp: 1_700_000_060 }, JWT_KEY).split('.')[2]);
   });
 });
+
+describe('zod without the hooks', () => {
+  const KEY = 'zod-order-key';
+  const signUp = async (order: string) => {
+    const app = await startFixture(path.resolve('test/fixtures/refusals/zod-order.cjs'), [tempDb(), order]);
+    try {
+      const res = await fetch(`${app.url}/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'not-an-address', age: 1.5 }) });
+      expect(res.status).toBe(400);
+      const token = res.headers.get('x-debug-token');
+      const security = (await (await fetch(`${app.url}/_profiler/${token}?panel=security`, { headers: { accept: 'application/json', 'x-profiler-secret': KEY } })).json()).data;
+      const page = await (await fetch(`${app.url}/_profiler/${token}`, { headers: { 'x-profiler-secret': KEY } })).text();
+      return { security, page };
+    } finally {
+      await app.stop();
+    }
+  };
+
+  it('a zod loaded before the profiler: the failure card and the security panel say how to follow it', async () => {
+    const { security, page } = await signUp('zod-first');
+    expect(security.checks).toEqual([expect.objectContaining({ library: 'zod', verdict: 'unseen', reason: expect.stringContaining('node --import express-web-profiler/hooks') })]);
+    expect(security.refused).toBe(0);
+    expect(page).toContain('Not followed: zod');
+    expect(page).toContain('node --import express-web-profiler/hooks');
+  });
+
+  it('a zod loaded after the profiler is followed without the hooks where Node can (22.15 and later), and said so where it cannot', async () => {
+    const { security } = await signUp('profiler-first');
+    if (HOOKS) {
+      expect(security.checks).toEqual([expect.objectContaining({ library: 'zod', verdict: 'refused', fields: { errors: [expect.objectContaining({ field: 'email', code: 'invalid_format' }), expect.objectContaining({ field: 'age' })] } })]);
+    } else {
+      expect(security.checks).toEqual([expect.objectContaining({ library: 'zod', verdict: 'unseen' })]);
+    }
+  });
+});

@@ -47,7 +47,7 @@ export const security: CorePanel<SecurityData> = {
     if (cors !== undefined) checks.push({ ...cors, from: made === undefined ? 'headers' : 'middleware' });
     if (checks.length === 0) return undefined;
     for (const c of checks) c.reason = reasonOf(c);
-    return { checks, refused: checks.filter((c) => c.verdict !== 'passed').length };
+    return { checks, refused: checks.filter((c) => c.verdict === 'refused' || c.verdict === 'error').length };
   },
   badge: (data) => data.checks.length,
 };

@@ -12,7 +12,7 @@ import { traceOfHeader } from './trace.js';
 import type { LoopState } from './loop.js';
 import { noteCheck, type Check } from './checks.js';
 import { corsOptionsCheck } from './cors-options.js';
-import { settledChecks } from './validations.js';
+import { settledChecks, unseenRefusal } from './validations.js';
 import type { Dump } from './dump.js';
 import type { Translation } from './translations.js';
 import { describeTrail } from './layers.js';
@@ -184,6 +184,9 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     const failed = collectEach(own, (collector) => collector.collect(ctx, options), c.extra, tell);
     if (failed) c.extraErrors = failed;
   }
+  // A refusal the app answered itself, in an app whose zod cannot be followed: say how to follow it.
+  const unseen = unseenRefusal(c.status, c.checks);
+  if (unseen !== undefined) (c.checks ??= []).push(unseen);
   c.size = size;
   return c;
 }

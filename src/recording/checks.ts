@@ -9,7 +9,8 @@ import { mountOf } from './mounts.js';
  */
 export interface Check {
   library: string;
-  verdict: 'passed' | 'refused' | 'error';
+  /** `unseen`: a library that may have refused the request is loaded, and its verdicts cannot be seen (a zod the profiler does not follow): what to do about it. */
+  verdict: 'passed' | 'refused' | 'error' | 'unseen';
   /** The reason as the library gave it: `Incorrect password.`, `jwt expired`, `invalid csrf token`. */
   reason: string;
   /** What else it said, by name: the strategy, the limit and what was left, each failing field. */

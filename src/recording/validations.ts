@@ -10,6 +10,22 @@ export interface FieldError {
   value?: unknown;
 }
 
+/** Set once zod's parse module has loaded through the profiler's load hooks (instruments/validation-hooks.ts): its validations are followed. */
+export const ZOD_WATCHED = Symbol.for('express-web-profiler.zod-watched');
+
+/** zod 4 is loaded (it marks the global it keeps its config in), and its parse module did not load through the hooks: its refusals are not seen. */
+export const zodUnfollowed = (): boolean =>
+  (globalThis as { __zod_globalConfig?: unknown }).__zod_globalConfig !== undefined && (globalThis as Record<symbol, unknown>)[ZOD_WATCHED] !== true;
+
+/** What a refused request says where zod may have refused it unseen. */
+export const ZOD_UNSEEN = "zod is loaded, and its validations are not followed: a refusal of zod's is not recorded. Start the app with node --import express-web-profiler/hooks (Node 22.15 and later), or create the profiler before the app loads zod.";
+
+/** A 4xx with no refusal recorded, in an app whose zod is not followed: the check that says how to follow it. */
+export function unseenRefusal(status: number, checks: Check[] | undefined): Check | undefined {
+  if (status < 400 || status >= 500 || checks?.some((c) => c.verdict === 'refused') || !zodUnfollowed()) return undefined;
+  return { library: 'zod', verdict: 'unseen', reason: ZOD_UNSEEN };
+}
+
 /** Validations noted before the library had put its issues on the error (zod's, noted as the error is made): read when the request is captured. */
 const pending = new WeakMap<Check, () => FieldError[]>();
 

@@ -1,0 +1,65 @@
+import nodeModule from 'node:module';
+import { watchedParse, ZOD_WATCHED, type FieldError } from '../recording/validations.js';
+import { VALIBOT_PARSERS, valibotIssues } from './valibot.js';
+import { watchedZodSource, ZOD_PARSE_MODULE, ZOD_PARSERS, zodIssues } from './zod.js';
+
+const WATCH_KEY = 'express-web-profiler.watch-parser';
+/** Set once valibot's ES module build is watched too (the hooks entry's, not the profiler's own). */
+const VALIBOT_WATCHED = Symbol.for('express-web-profiler.valibot-watched');
+const LIBRARIES: Record<string, { parsers: Record<string, boolean>; read: (failure: unknown) => FieldError[] }> = {
+  zod: { parsers: ZOD_PARSERS, read: zodIssues },
+  valibot: { parsers: VALIBOT_PARSERS, read: valibotIssues },
+};
+
+/** valibot's ES module build, as Node names it (our own import of it carries a query, and passes). */
+const VALIBOT_ESM = /\/node_modules\/valibot\/dist\/index\.mjs$/;
+
+/** The module in front of valibot's: all its exports, its parse functions watched. */
+function valibotFront(url: string): string {
+  const original = JSON.stringify(`${url}?web-profiler=original`);
+  return [
+    `import * as valibot from ${original};`,
+    `export * from ${original};`,
+    `const watch = globalThis[Symbol.for(${JSON.stringify(WATCH_KEY)})] ?? ((l, n, f) => f);`,
+    ...Object.keys(VALIBOT_PARSERS).map((name) => `export const ${name} = watch('valibot', ${JSON.stringify(name)}, valibot.${name});`),
+    '',
+  ].join('\n');
+}
+
+const global = globalThis as Record<symbol, unknown>;
+type Loaded = { format?: string; source?: string | ArrayBufferView | null; shortCircuit?: boolean };
+type LoadHook = (url: string, context: object, nextLoad: (url: string, context: object) => Loaded) => Loaded;
+const registerHooks = (nodeModule as unknown as { registerHooks?: (hooks: { load: LoadHook }) => unknown }).registerHooks;
+
+/**
+ * What the profiler cannot follow from inside an app, because a library's exports are bindings (ES
+ * modules) or frozen (zod's CommonJS build) by the time the app has them, it follows by taking
+ * part as the library loads (module.registerHooks, Node 22.15, 23.5 and later): zod's parse
+ * module is rewritten so that its parse functions are watched, and, with `valibot`, a module is put
+ * in front of valibot's ES module build. Only loads after this call are seen. Returns false where
+ * Node has no registerHooks. Once a process: a second call (the hooks entry, then the profiler)
+ * adds valibot's only.
+ */
+export function watchValidations(options: { valibot: boolean }): boolean {
+  if (typeof registerHooks !== 'function') return false;
+  if (global[Symbol.for(WATCH_KEY)] !== undefined) {
+    if (options.valibot) global[VALIBOT_WATCHED] = true;
+    return true;
+  }
+  global[Symbol.for(WATCH_KEY)] = (library: string, name: string, fn: unknown) => {
+    const known = LIBRARIES[library];
+    return known === undefined || typeof fn !== 'function' ? fn : watchedParse(library, fn as (...args: unknown[]) => unknown, known.parsers[name] === true, known.read);
+  };
+  if (options.valibot) global[VALIBOT_WATCHED] = true;
+  registerHooks({
+    load(url, context, nextLoad) {
+      if (global[VALIBOT_WATCHED] === true && VALIBOT_ESM.test(url)) return { format: 'module', source: valibotFront(url), shortCircuit: true };
+      const loaded = nextLoad(url, context);
+      if (!ZOD_PARSE_MODULE.test(url) || loaded.source === null || loaded.source === undefined) return loaded;
+      const text = typeof loaded.source === 'string' ? loaded.source : Buffer.from(loaded.source.buffer, loaded.source.byteOffset, loaded.source.byteLength).toString('utf8');
+      global[ZOD_WATCHED] = true;
+      return { ...loaded, source: watchedZodSource(text, WATCH_KEY) };
+    },
+  });
+  return true;
+}
