@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -228,5 +229,16 @@ describe('zod without the hooks', () => {
     } else {
       expect(security.checks).toEqual([expect.objectContaining({ library: 'zod', verdict: 'unseen' })]);
     }
+  });
+});
+
+describe.skipIf(!HOOKS)('valibot under the hooks', () => {
+  it("keeps its errors' stacks as they are bare: its module's own URL, no frame of the profiler's", async () => {
+    const script = path.resolve('test/fixtures/refusals/valibot-stack.mjs');
+    const run = (args: string[]) => new Promise<string>((resolve, reject) => execFile(process.execPath, [...args, script], (err, out) => (err ? reject(err) : resolve(out))));
+    const [bare, hooked] = await Promise.all([run([]), run(['--import', path.resolve('dist/hooks.js')])]);
+    expect(bare).toContain('ValiError: Invalid email');
+    expect(bare).toMatch(/valibot\/dist\/index\.mjs:\d+:\d+\)/);
+    expect(hooked).toBe(bare);
   });
 });

@@ -1,9 +1,11 @@
 import nodeModule from 'node:module';
-import { watchedParse, ZOD_WATCHED, type FieldError } from '../recording/validations.js';
-import { VALIBOT_PARSERS, valibotIssues } from './valibot.js';
+import { noteValidation, watchedParse, ZOD_WATCHED, type FieldError } from '../recording/validations.js';
+import { VALIBOT_PARSERS, valibotIssues, watchedValibotSource } from './valibot.js';
 import { watchedZodSource, ZOD_PARSE_MODULE, ZOD_PARSERS, zodIssues } from './zod.js';
 
 const WATCH_KEY = 'express-web-profiler.watch-parser';
+/** Told by a library's own code, as it loads through the hooks, of a failure it is about to answer: see watchedValibotSource. */
+const REFUSED_KEY = 'express-web-profiler.validation-refused';
 /** Set once valibot's ES module build is watched too (the hooks entry's, not the profiler's own). */
 const VALIBOT_WATCHED = Symbol.for('express-web-profiler.valibot-watched');
 const LIBRARIES: Record<string, { parsers: Record<string, boolean>; read: (failure: unknown) => FieldError[] }> = {
@@ -14,7 +16,7 @@ const LIBRARIES: Record<string, { parsers: Record<string, boolean>; read: (failu
 /** valibot's ES module build, as Node names it (our own import of it carries a query, and passes). */
 const VALIBOT_ESM = /\/node_modules\/valibot\/dist\/index\.mjs$/;
 
-/** The module in front of valibot's: all its exports, its parse functions watched. */
+/** The module in front of valibot's, where its source is not as watchedValibotSource knows it: all its exports, its parse functions watched. */
 function valibotFront(url: string): string {
   const original = JSON.stringify(`${url}?web-profiler=original`);
   return [
@@ -50,13 +52,22 @@ export function watchValidations(options: { valibot: boolean }): boolean {
     const known = LIBRARIES[library];
     return known === undefined || typeof fn !== 'function' ? fn : watchedParse(library, fn as (...args: unknown[]) => unknown, known.parsers[name] === true, known.read);
   };
+  global[Symbol.for(REFUSED_KEY)] = (library: string, failure: unknown) => {
+    const known = LIBRARIES[library];
+    if (known !== undefined) noteValidation(library, () => known.read(failure));
+  };
   if (options.valibot) global[VALIBOT_WATCHED] = true;
   registerHooks({
     load(url, context, nextLoad) {
-      if (global[VALIBOT_WATCHED] === true && VALIBOT_ESM.test(url)) return { format: 'module', source: valibotFront(url), shortCircuit: true };
+      const valibot = global[VALIBOT_WATCHED] === true && VALIBOT_ESM.test(url);
+      if (!valibot && !ZOD_PARSE_MODULE.test(url)) return nextLoad(url, context);
       const loaded = nextLoad(url, context);
-      if (!ZOD_PARSE_MODULE.test(url) || loaded.source === null || loaded.source === undefined) return loaded;
+      if (loaded.source === null || loaded.source === undefined) return loaded;
       const text = typeof loaded.source === 'string' ? loaded.source : Buffer.from(loaded.source.buffer, loaded.source.byteOffset, loaded.source.byteLength).toString('utf8');
+      if (valibot) {
+        const watched = watchedValibotSource(text, REFUSED_KEY);
+        return watched === undefined ? { format: 'module', source: valibotFront(url), shortCircuit: true } : { ...loaded, source: watched };
+      }
       global[ZOD_WATCHED] = true;
       return { ...loaded, source: watchedZodSource(text, WATCH_KEY) };
     },
