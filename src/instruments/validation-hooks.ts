@@ -28,7 +28,8 @@ function valibotFront(url: string): string {
   ].join('\n');
 }
 
-const global = globalThis as Record<symbol, unknown>;
+/** The process's one set of watches (a second copy of the profiler finds them). Not named `global`: jest 26 wraps a module in a function that has a parameter of that name. */
+const shared = globalThis as Record<symbol, unknown>;
 type Loaded = { format?: string; source?: string | ArrayBufferView | null; shortCircuit?: boolean };
 type LoadHook = (url: string, context: object, nextLoad: (url: string, context: object) => Loaded) => Loaded;
 const registerHooks = (nodeModule as unknown as { registerHooks?: (hooks: { load: LoadHook }) => unknown }).registerHooks;
@@ -37,40 +38,47 @@ const registerHooks = (nodeModule as unknown as { registerHooks?: (hooks: { load
  * What the profiler cannot follow from inside an app, because a library's exports are bindings (ES
  * modules) or frozen (zod's CommonJS build) by the time the app has them, it follows by taking
  * part as the library loads (module.registerHooks, Node 22.15, 23.5 and later): zod's parse
- * module is rewritten so that its parse functions are watched, and, with `valibot`, a module is put
- * in front of valibot's ES module build. Only loads after this call are seen. Returns false where
+ * module is rewritten so that its parse functions are watched, and, with `valibot`, valibot's ES
+ * module build tells of each failure (see watchedValibotSource). Only loads after this call are seen. Returns false where
  * Node has no registerHooks. Once a process: a second call (the hooks entry, then the profiler)
  * adds valibot's only.
  */
 export function watchValidations(options: { valibot: boolean }): boolean {
-  if (typeof registerHooks !== 'function') return false;
-  if (global[Symbol.for(WATCH_KEY)] !== undefined) {
-    if (options.valibot) global[VALIBOT_WATCHED] = true;
+  // Under jest the hooks would attach to the loader that runs jest itself (jest 30 refuses them).
+  if (typeof registerHooks !== 'function' || process.env.JEST_WORKER_ID !== undefined) return false;
+  if (shared[Symbol.for(WATCH_KEY)] !== undefined) {
+    if (options.valibot) shared[VALIBOT_WATCHED] = true;
     return true;
   }
-  global[Symbol.for(WATCH_KEY)] = (library: string, name: string, fn: unknown) => {
+  shared[Symbol.for(WATCH_KEY)] = (library: string, name: string, fn: unknown) => {
     const known = LIBRARIES[library];
     return known === undefined || typeof fn !== 'function' ? fn : watchedParse(library, fn as (...args: unknown[]) => unknown, known.parsers[name] === true, known.read);
   };
-  global[Symbol.for(REFUSED_KEY)] = (library: string, failure: unknown) => {
+  shared[Symbol.for(REFUSED_KEY)] = (library: string, failure: unknown) => {
     const known = LIBRARIES[library];
     if (known !== undefined) noteValidation(library, () => known.read(failure));
   };
-  if (options.valibot) global[VALIBOT_WATCHED] = true;
-  registerHooks({
-    load(url, context, nextLoad) {
-      const valibot = global[VALIBOT_WATCHED] === true && VALIBOT_ESM.test(url);
-      if (!valibot && !ZOD_PARSE_MODULE.test(url)) return nextLoad(url, context);
-      const loaded = nextLoad(url, context);
-      if (loaded.source === null || loaded.source === undefined) return loaded;
-      const text = typeof loaded.source === 'string' ? loaded.source : Buffer.from(loaded.source.buffer, loaded.source.byteOffset, loaded.source.byteLength).toString('utf8');
-      if (valibot) {
-        const watched = watchedValibotSource(text, REFUSED_KEY);
-        return watched === undefined ? { format: 'module', source: valibotFront(url), shortCircuit: true } : { ...loaded, source: watched };
-      }
-      global[ZOD_WATCHED] = true;
-      return { ...loaded, source: watchedZodSource(text, WATCH_KEY) };
-    },
-  });
+  if (options.valibot) shared[VALIBOT_WATCHED] = true;
+  try {
+    registerHooks({
+      load(url, context, nextLoad) {
+        const valibot = shared[VALIBOT_WATCHED] === true && VALIBOT_ESM.test(url);
+        if (!valibot && !ZOD_PARSE_MODULE.test(url)) return nextLoad(url, context);
+        const loaded = nextLoad(url, context);
+        if (loaded.source === null || loaded.source === undefined) return loaded;
+        const text = typeof loaded.source === 'string' ? loaded.source : Buffer.from(loaded.source.buffer, loaded.source.byteOffset, loaded.source.byteLength).toString('utf8');
+        if (valibot) {
+          const watched = watchedValibotSource(text, REFUSED_KEY);
+          return watched === undefined ? { format: 'module', source: valibotFront(url), shortCircuit: true } : { ...loaded, source: watched };
+        }
+        shared[ZOD_WATCHED] = true;
+        return { ...loaded, source: watchedZodSource(text, WATCH_KEY) };
+      },
+    });
+  } catch {
+    // A loader that refuses hooks (a test runner's sandbox): validations are followed as they can be without.
+    for (const key of [Symbol.for(WATCH_KEY), Symbol.for(REFUSED_KEY), VALIBOT_WATCHED]) delete shared[key];
+    return false;
+  }
   return true;
 }
