@@ -12,7 +12,7 @@ import { listen, readRows, tempDb, type Running } from './helpers.js';
 const stamp = `${process.pid}${Date.now().toString(36)}`;
 const SIGNING_KEY = Buffer.from(`signing-key-${stamp}-0123456789abcdef`);
 const SHORT_PASSWORD = `pw${stamp.slice(-5)}`;
-const PARAM_TOKEN = `prm${stamp}Tk81`;
+const PARAM_TOKEN = `prm${stamp}Tk81-reset-0a9`;
 const QUERY_KEY = `qk${stamp}Zz4`;
 
 let server: Running;

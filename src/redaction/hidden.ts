@@ -88,16 +88,19 @@ export function noting<T>(make: () => T, shown: (string | null | undefined)[] = 
  * written in (formsOf), as it stands in a text and as it stands in JSON text.
  */
 class Remembered {
-  /** Each value's forms, oldest first. */
-  private readonly values = new Map<string, string[]>();
+  /** Each value's forms, oldest first: those cut from within a text, and those cut as a whole string. */
+  private readonly values = new Map<string, Forms>();
   /** How many values hold each form: two values may share one (`a b` and `a+b`). */
   private readonly forms = new Map<string, number>();
   readonly text = new SecretIndex();
   readonly json = new SecretIndex();
+  /** How many remembered values are cut from later records (a value that is a secret's name is not). */
+  private indexed = 0;
 
   /**
    * The record's hidden values, and what cuts them (and all remembered) from its strings. The
-   * oldest beyond REMEMBERED go first, but never the record's own: it is sealed with them all.
+   * oldest beyond REMEMBERED go first, but never the record's own: it is sealed with them all. A
+   * value seen before is found with its forms: most records hide what others hid (a session's cookie).
    */
   record(values: Set<string>, keys: string[]): HiddenValues {
     for (let over = this.values.size + values.size - REMEMBERED; over > 0; over--) {
@@ -105,70 +108,91 @@ class Remembered {
       if (oldest === undefined || values.has(oldest)) break;
       this.forget(oldest);
     }
-    const whole = new Set<string>();
+    let whole: Forms['whole'] | undefined;
     let own: SecretIndex | undefined;
     for (const value of values) {
-      const forms = formsOf(value);
-      for (const form of forms) if (form.length < ANCHOR) whole.add(form);
-      const long = forms.filter((form) => form.length >= ANCHOR);
-      if (long.length === 0) continue;
-      if (keys.includes(value.toLowerCase())) {
+      let forms = this.values.get(value);
+      if (forms !== undefined) {
+        // Seen again: the most recent now.
+        this.values.delete(value);
+        this.values.set(value, forms);
+      } else {
+        forms = formsOfValue(value, keys.includes(value.toLowerCase()));
+        this.values.set(value, forms);
+        if (!forms.own) this.index(forms.long, 1);
+      }
+      if (forms.whole.length > 0) (whole ??= []).push(...forms.whole);
+      if (forms.own && forms.long.length > 0) {
         // Cut from this record only.
         own ??= new SecretIndex();
-        for (const form of long) own.add(form);
-      } else {
-        this.keep(value, long);
+        for (const form of forms.long) own.add(form);
       }
     }
-    return new HiddenValues(whole, this, own);
+    return new HiddenValues(whole ?? [], this, own);
   }
 
   get size(): number {
-    return this.values.size;
+    return this.indexed;
   }
 
-  private keep(value: string, forms: string[]): void {
-    if (this.values.delete(value)) {
-      // Seen again: the most recent now.
-      this.values.set(value, forms);
-      return;
-    }
-    this.values.set(value, forms);
+  private index(forms: string[], by: 1 | -1): void {
+    if (forms.length > 0) this.indexed += by;
     for (const form of forms) {
-      const held = this.forms.get(form) ?? 0;
-      this.forms.set(form, held + 1);
-      if (held > 0) continue;
-      this.text.add(form);
-      this.json.add(jsonInner(form));
+      const held = (this.forms.get(form) ?? 0) + by;
+      if (held > 0) this.forms.set(form, held);
+      else this.forms.delete(form);
+      if (by > 0 ? held > 1 : held > 0) continue;
+      if (by > 0) {
+        this.text.add(form);
+        this.json.add(jsonInner(form));
+      } else {
+        this.text.delete(form);
+        this.json.delete(jsonInner(form));
+      }
     }
   }
 
   private forget(value: string): void {
-    for (const form of this.values.get(value) ?? []) {
-      const held = this.forms.get(form) ?? 0;
-      if (held > 1) {
-        this.forms.set(form, held - 1);
-        continue;
-      }
-      this.forms.delete(form);
-      this.text.delete(form);
-      this.json.delete(jsonInner(form));
-    }
+    const forms = this.values.get(value);
     this.values.delete(value);
+    if (forms !== undefined && !forms.own) this.index(forms.long, -1);
   }
+}
+
+/** A hidden value as the gate looks for it: see formsOf. */
+interface Forms {
+  /** Its forms of ANCHOR characters and more, cut from within any text. */
+  long: string[];
+  /** Its shorter forms, each as a text is all of it and as JSON text has that string (quoted). */
+  whole: { text: string; json: string }[];
+  /** A secret's own name (`password` as a password): cut from its record only. */
+  own: boolean;
+}
+
+function formsOfValue(value: string, own: boolean): Forms {
+  const forms = formsOf(value);
+  return {
+    long: forms.filter((form) => form.length >= ANCHOR),
+    whole: forms.filter((form) => form.length < ANCHOR).map((form) => ({ text: form, json: `"${jsonInner(form)}"` })),
+    own,
+  };
 }
 
 const remembered = new Remembered();
 
 /** The values one record hid (and those the records before it did), and how to cut them from any of its strings. */
 export class HiddenValues {
+  /** What is hidden only as a whole string: values too short to cut from within a text. */
+  private readonly whole: Set<string>;
+
   constructor(
-    /** What is hidden only as a whole string: values too short to cut from within a text. */
-    private readonly whole: Set<string>,
+    private readonly short: Forms['whole'],
     private readonly remembered: Remembered,
     /** This record's own, not remembered. */
     private readonly own: SecretIndex | undefined,
-  ) {}
+  ) {
+    this.whole = new Set(short.map((form) => form.text));
+  }
 
   get size(): number {
     return this.whole.size + this.remembered.size + (this.own?.size ?? 0);
@@ -188,8 +212,8 @@ export class HiddenValues {
   inJson(json: string): boolean {
     const QUOTE = 0x22;
     if (this.remembered.json.in(json, true, QUOTE)) return true;
-    if (this.own !== undefined && this.own.find(json, true, QUOTE).length > 0) return true;
-    for (const value of this.whole) if (json.includes(`"${jsonInner(value)}"`)) return true;
+    if (this.own !== undefined && this.own.in(json, true, QUOTE)) return true;
+    for (const form of this.short) if (json.includes(form.json)) return true;
     return false;
   }
 
