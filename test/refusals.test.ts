@@ -222,6 +222,21 @@ describe('zod without the hooks', () => {
     expect(page).toContain('node --import express-web-profiler/hooks');
   });
 
+  it.skipIf(!HOOKS)('a short password a zod refine quotes in its message is cut from it, though zod keeps no value', async () => {
+    const app = await startFixture(path.resolve('test/fixtures/refusals/zod-order.cjs'), [tempDb(), 'profiler-first']);
+    try {
+      const res = await fetch(`${app.url}/password`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ password: 'pw7ab12' }) });
+      // The app's own answer quotes it: the client gets it, the profile does not.
+      expect(await res.json()).toEqual({ error: 'password pw7ab12 is too short' });
+      const profile = await (await fetch(`${app.url}/_profiler/${res.headers.get('x-debug-token')}`, { headers: { accept: 'application/json', 'x-profiler-secret': KEY } })).json();
+      const [check] = profile.collectors.security.checks;
+      expect(check.fields.errors[0]).toMatchObject({ field: 'password', message: 'password [redacted] is too short' });
+      expect(JSON.stringify(profile.collectors.security)).not.toContain('pw7ab12');
+    } finally {
+      await app.stop();
+    }
+  });
+
   it('a zod loaded after the profiler is followed without the hooks where Node can (22.15 and later), and said so where it cannot', async () => {
     const { security } = await signUp('profiler-first');
     if (HOOKS) {

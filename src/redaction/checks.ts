@@ -12,14 +12,14 @@ import { isSecretKey, redactText, redactValue } from './redact.js';
  * by `x-api-key` as often), and a user that is no object (a strategy that passes the token on as
  * the user) only by its type. Both are hidden everywhere else in the record too.
  */
-export function redactChecks(checks: Check[], keys: string[]): Check[] {
+export function redactChecks(checks: Check[], keys: string[], body?: unknown): Check[] {
   return checks.map((check) => {
     const fields = check.fields === undefined ? undefined : { ...check.fields };
     if (fields !== undefined) {
       if (check.library === 'express-rate-limit' && fields.key !== undefined && !isAddress(fields.key)) fields.key = hide(fields.key, `(a ${typeof fields.key}, not an address: hidden)`);
       if (fields.user !== undefined && (fields.user === null || typeof fields.user !== 'object')) fields.user = hide(fields.user, `(a ${fields.user === null ? 'null' : typeof fields.user})`);
     }
-    const quoted = fields === undefined ? [] : secretValues(fields.errors, keys);
+    const quoted = fields === undefined ? [] : secretValues(fields.errors, keys, body);
     if (quoted.length > 0) fields!.errors = (fields!.errors as FieldError[]).map((e) => (typeof e?.message === 'string' ? { ...e, message: cutOut(e.message, quoted) } : e));
     return {
       ...check,
@@ -32,15 +32,29 @@ export function redactChecks(checks: Check[], keys: string[]): Check[] {
 /**
  * The values of a validation's failing fields named like secrets: a library's message may quote
  * the value it refused (joi's `with value "pw7ab12"`, valibot's `but received "pw7ab12"`), which
- * is cut from the message and the reason at any length, not only where the gate would cut it.
+ * is cut from the message and the reason at any length, not only where the gate would cut it. A
+ * library that keeps no value (zod: a refine's message may still quote it) has it read from the
+ * request's parsed body, by the field's path.
  */
-function secretValues(errors: unknown, keys: string[]): string[] {
+function secretValues(errors: unknown, keys: string[], body: unknown): string[] {
   if (!Array.isArray(errors)) return [];
   const out: string[] = [];
   for (const e of errors as FieldError[]) {
-    if (typeof e?.value === 'string' && e.value !== '' && typeof e.field === 'string' && isSecretKey(e.field, keys)) out.push(e.value);
+    if (typeof e?.field !== 'string' || !isSecretKey(e.field, keys)) continue;
+    const value = e.value !== undefined ? e.value : at(body, e.field);
+    if (typeof value === 'string' && value !== '') out.push(value);
   }
   return out.sort((a, b) => b.length - a.length);
+}
+
+/** The value at a dotted path of a parsed body (own data properties only), if there is one. */
+function at(value: unknown, path: string): unknown {
+  for (const step of path.split('.')) {
+    if (value === null || typeof value !== 'object' || !Object.hasOwn(value, step)) return undefined;
+    const descriptor = Object.getOwnPropertyDescriptor(value, step);
+    value = descriptor !== undefined && 'value' in descriptor ? descriptor.value : undefined;
+  }
+  return value;
 }
 
 /** A value of fewer than 4 characters is cut where it is quoted only: elsewhere it is as likely a word's letters. */

@@ -188,7 +188,7 @@ function redactedRecord(c: Captured, options: RecordOptions): { summary: RecordS
     cpu: c.cpu,
     extra: c.extra,
     extraErrors: c.extraErrors,
-    checks: c.checks && part('security', () => redactChecks(c.checks!, keys), undefined),
+    checks: c.checks && part('security', () => redactChecks(c.checks!, keys, c.body), undefined),
     dumps: c.dumps && part('dumps', () => redactDumps(c.dumps!, keys), undefined),
     dumpsDropped: c.dumpsDropped,
     translations: c.translations && part('translations', () => redactTranslations(c.translations!, keys), undefined),
