@@ -16,7 +16,7 @@ const redisUrl = inject('redisUrl');
  */
 const stamp = `${process.pid}${Date.now().toString(36)}`;
 const RESET = `rst${stamp}Q7b2`;
-const KEY = `apk${stamp}Zx9w`;
+const KEY = `apk${stamp}Zx9w-live`;
 /** Characters every encoder writes differently: `!` (form), `/` (encodeURI), a space, parentheses. */
 const ODD = `Od!d/${stamp} (x)*~'`;
 const FLAG_HASH = `f${stamp}e3b0c44298fc1c149afbf4c8996fb924`;
@@ -69,6 +69,7 @@ beforeAll(async () => {
     req.log.info('flags for development');
     res.json({ env: 'development', rows });
   });
+  app.get('/page', (_req: Request, res: Response) => res.send('<!doctype html><html><body><h1>page</h1></body></html>'));
   app.get('/big', (_req: Request, res: Response) => {
     // Each a dump of 5,000 strings of 2,000 characters: 10 MB as dump() reads it.
     const blob = Array.from({ length: 100 }, (_, i) => Array.from({ length: 49 }, (_, j) => `${i}.${j}`.padEnd(2000, 'x')));
@@ -146,6 +147,22 @@ describe('the gate', () => {
       if (panel !== 'request') expect(page, panel).toContain('[redacted]');
     }
     expect(storedFile()).not.toContain(KEY);
+  });
+
+  it("lets no client choose what later profiles lose: a cookie's value that is no credential is cut from its own profile only", async () => {
+    const chosen = 'text/html; charset=utf-8';
+    const first = await fetch(`${server.url}/flags`, { headers: { cookie: `pick=${encodeURIComponent(chosen)}; other=rawHeaders; short=text` } });
+    await first.text();
+    const later = await fetch(`${server.url}/page`);
+    expect(await later.text()).toContain('<h1>page</h1>');
+    profiler.flush();
+    const row = rowOf(later.headers.get('x-debug-token')!);
+    expect(row.collectors.response.headers['content-type']).toBe(chosen);
+    // Its own profile hides the values and keeps its shape: the names of the record's parts are no values.
+    const own = rowOf(first.headers.get('x-debug-token')!);
+    expect(own.collectors.request.headers.cookie).toBe('pick=[redacted]; other=[redacted]; short=[redacted]');
+    expect(own.collectors.response.body.kind).toBe('json');
+    expect(own.collectors.response.headers['content-type']).toBe('application/json; charset=utf-8');
   });
 
   it('keeps a word that a token holds: a part of a secret is not one', async () => {

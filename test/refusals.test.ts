@@ -146,8 +146,9 @@ describe.each([
       const refused = await send('POST', `/v/${library}`, {}, { email: 'nope', age: 1.5, password: 'tiny-secret' });
       expect(refused.status).toBe(400);
       // zod, and valibot's ES module build, are followed through the hooks, which need module.registerHooks.
+      // Without them, a 400 with no refusal recorded says that zod (which the app loaded) is not followed.
       if (!HOOKS && (library === 'zod' || (library === 'valibot' && fixture.endsWith('.mjs')))) {
-        expect(refused.checks).toEqual([]);
+        expect(refused.checks).toEqual([expect.objectContaining({ library: 'zod', verdict: 'unseen' })]);
         continue;
       }
       expect(refused.checks).toEqual([expect.objectContaining({ library, verdict: 'refused', at: line(call), fields: { errors: errors.map((e) => expect.objectContaining(e)) } })]);

@@ -10,6 +10,7 @@ import { request as httpRequest } from 'node:http';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import compression from 'compression';
+import session from 'express-session';
 import path from 'node:path';
 import { afterAll, beforeAll, afterEach, describe, expect, it } from 'vitest';
 import { webProfiler, type WebProfiler } from '../src/index.js';
@@ -421,7 +422,7 @@ describe('the toolbar in HTML files: res.sendFile and express.static', () => {
     }
   });
 
-  it('goes into them behind compression(), compressed with the page, or plain where the client takes no encoding', async () => {
+  it('goes into them behind compression(), compressed with the page, or plain where the client takes no encoding; a middleware after it that wraps res.end (express-session) too', async () => {
     const root = tempDir();
     const spa = `<!doctype html><html><head><title>SPA</title></head><body><div id="app"></div>${'<p>filler</p>'.repeat(200)}</body></html>`;
     writeFileSync(path.join(root, 'index.html'), spa);
@@ -430,6 +431,8 @@ describe('the toolbar in HTML files: res.sendFile and express.static', () => {
       const app = express();
       if (withIt) app.use(profiler);
       app.use(compression());
+      // Wraps res.end after compression() did, as express-session does.
+      app.use(session({ secret: 'transparency', resave: false, saveUninitialized: false }));
       app.get('/page', (_req, res) => res.sendFile(path.join(root, 'index.html')));
       app.use(express.static(root));
       return app;

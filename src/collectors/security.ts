@@ -45,6 +45,9 @@ export const security: CorePanel<SecurityData> = {
     }
     const cors = corsOf(s, made);
     if (cors !== undefined) checks.push({ ...cors, from: made === undefined ? 'headers' : 'middleware' });
+    // A refusal the answer or the error tells after all says why: a library not followed is no longer the news.
+    const told = (c: Check) => c.verdict === 'unseen' && checks.some((o) => o.verdict === 'refused');
+    if (checks.some(told)) checks.splice(0, checks.length, ...checks.filter((c) => !told(c)));
     if (checks.length === 0) return undefined;
     for (const c of checks) c.reason = reasonOf(c);
     return { checks, refused: checks.filter((c) => c.verdict === 'refused' || c.verdict === 'error').length };

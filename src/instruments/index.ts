@@ -139,7 +139,7 @@ export function instrumentBuiltins(tell: (message: string) => void): void {
 }
 
 /** The packages whose loading makes the profiler look for drivers again: by name, or by a path into their folder. */
-const DRIVER_SPECIFIER = /(?:^|[\\/]node_modules[\\/])(?:better-sqlite3|pg|mysql2?|sqlite3|ioredis|redis|@redis\/client|nodemailer|drizzle-orm|bullmq|openai|@anthropic-ai\/sdk|passport|jsonwebtoken|i18next|joi|yup|valibot|ajv|@nestjs\/(?:core|common))(?:[\\/]|$)/;
+const DRIVER_SPECIFIER = /(?:^|[\\/]node_modules[\\/])(?:better-sqlite3|pg|mysql2?|sqlite3|ioredis|redis|@redis\/client|nodemailer|drizzle-orm|bullmq|openai|@anthropic-ai\/sdk|passport|jsonwebtoken|i18next|joi|yup|valibot|ajv|winston|log4js|@nestjs\/(?:core|common))(?:[\\/]|$)/;
 let following = false;
 
 /**

@@ -71,8 +71,9 @@ export function watchValidations(options: { valibot: boolean }): boolean {
           const watched = watchedValibotSource(text, REFUSED_KEY);
           return watched === undefined ? { format: 'module', source: valibotFront(url), shortCircuit: true } : { ...loaded, source: watched };
         }
-        shared[ZOD_WATCHED] = true;
-        return { ...loaded, source: watchedZodSource(text, WATCH_KEY) };
+        const watched = watchedZodSource(text, WATCH_KEY);
+        if (watched !== text) shared[ZOD_WATCHED] = true;
+        return { ...loaded, source: watched };
       },
     });
   } catch {

@@ -367,8 +367,29 @@ function holdAboveCompression(res: Tracked, ctx: RequestContext): void {
   };
   let wrappedWrite = false;
   let wrappedEnd = false;
-  Object.defineProperty(res, 'write', { configurable: true, enumerable: true, get: () => (wrappedWrite ? outerWrite : write), set: (fn: Method) => { write = fn; wrappedWrite = true; } });
-  Object.defineProperty(res, 'end', { configurable: true, enumerable: true, get: () => (wrappedEnd ? outerEnd : end), set: (fn: Method) => { end = fn; wrappedEnd = true; } });
+  // compression() sets its own once; whatever sets one after it (express-session's end) wraps ours,
+  // which it found there, and the property is a plain one again.
+  const plainAgain = (name: 'write' | 'end', fn: Method) => Object.defineProperty(res, name, { value: fn, writable: true, configurable: true, enumerable: true });
+  Object.defineProperty(res, 'write', {
+    configurable: true,
+    enumerable: true,
+    get: () => (wrappedWrite ? outerWrite : write),
+    set: (fn: Method) => {
+      if (wrappedWrite) return plainAgain('write', fn);
+      write = fn;
+      wrappedWrite = true;
+    },
+  });
+  Object.defineProperty(res, 'end', {
+    configurable: true,
+    enumerable: true,
+    get: () => (wrappedEnd ? outerEnd : end),
+    set: (fn: Method) => {
+      if (wrappedEnd) return plainAgain('end', fn);
+      end = fn;
+      wrappedEnd = true;
+    },
+  });
 }
 
 /** The body with the toolbar, or undefined: whatever goes wrong in there, the app's body goes out as it was. */

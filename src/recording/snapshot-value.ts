@@ -153,6 +153,10 @@ export function snapshotValue(value: unknown, limits: ValueLimits = DUMP_LIMITS,
     const keys = safely(() => Object.keys(object), [] as string[]);
     for (const key of keys.slice(0, width)) {
       if (branch.k === 'error' && (key === 'message' || key === 'stack')) continue;
+      if (take(key.length) < key.length) {
+        branch.n = keys.length;
+        break;
+      }
       branch.e.push([key, own(object, key, depth)]);
     }
     if (keys.length > width) branch.n = keys.length;

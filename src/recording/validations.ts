@@ -20,9 +20,9 @@ export const zodUnfollowed = (): boolean =>
 /** What a refused request says where zod may have refused it unseen. */
 export const ZOD_UNSEEN = "zod is loaded, and its validations are not followed: a refusal of zod's is not recorded. Start the app with node --import express-web-profiler/hooks (Node 22.15 and later), or create the profiler before the app loads zod.";
 
-/** A 4xx with no refusal recorded, in an app whose zod is not followed: the check that says how to follow it. */
+/** A validation's answer (400, 422) with no refusal recorded, in an app whose zod is not followed: the check that says how to follow it. */
 export function unseenRefusal(status: number, checks: Check[] | undefined): Check | undefined {
-  if (status < 400 || status >= 500 || checks?.some((c) => c.verdict === 'refused') || !zodUnfollowed()) return undefined;
+  if ((status !== 400 && status !== 422) || checks?.some((c) => c.verdict === 'refused') || !zodUnfollowed()) return undefined;
   return { library: 'zod', verdict: 'unseen', reason: ZOD_UNSEEN };
 }
 

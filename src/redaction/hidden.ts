@@ -15,7 +15,7 @@ export const REDACTED = '[redacted]';
 const SHORTEST = 4;
 /** No secret is this long: a longer hidden value is data (a cached page), which is not cut from elsewhere. */
 const LONGEST = 4096;
-/** How many hidden values the process keeps cutting from the records after the one that hid them. */
+/** How many hidden values the process keeps (their forms), and so cuts from the records after the one that hid them. */
 const REMEMBERED = 10_000;
 /** Values a redaction may hide (under a secret-named key) that are words of every text. */
 const COMMON = new Set(['true', 'false', 'null', 'undefined', 'none', 'yes', 'no', REDACTED, '[object Object]']);
@@ -83,24 +83,25 @@ export function noting<T>(make: () => T, shown: (string | null | undefined)[] = 
 
 /**
  * The values hidden in the records this process made, the most recent REMEMBERED of them, in
- * memory only (never stored): a value hidden in one record is cut from every record after it
- * (an API key a request made, in a later request's cache key). Each value in each form it is
- * written in (formsOf), as it stands in a text and as it stands in JSON text.
+ * memory only (never stored), each with the forms it is written in (formsOf). A credential (a
+ * token-shaped value: an API key, a session id) hidden in one record is cut from every record
+ * after it (an API key a request made, in a later request's cache key); any other value only from
+ * its own record: a client sends what it likes as a cookie, and must not choose what every later
+ * profile loses (`rawHeaders`, `text/html`).
  */
 class Remembered {
-  /** Each value's forms, oldest first: those cut from within a text, and those cut as a whole string. */
+  /** Each value's forms, oldest first: seen again, a value is found with them. */
   private readonly values = new Map<string, Forms>();
-  /** How many values hold each form: two values may share one (`a b` and `a+b`). */
+  /** How many remembered credentials hold each form: two may share one. */
   private readonly forms = new Map<string, number>();
   readonly text = new SecretIndex();
   readonly json = new SecretIndex();
-  /** How many remembered values are cut from later records (a value that is a secret's name is not). */
+  /** How many remembered values are cut from later records. */
   private indexed = 0;
 
   /**
-   * The record's hidden values, and what cuts them (and all remembered) from its strings. The
-   * oldest beyond REMEMBERED go first, but never the record's own: it is sealed with them all. A
-   * value seen before is found with its forms: most records hide what others hid (a session's cookie).
+   * The record's hidden values, and what cuts them (and the credentials remembered) from its
+   * strings. The oldest beyond REMEMBERED go first, never the record's own: it is sealed with them all.
    */
   record(values: Set<string>, keys: string[]): HiddenValues {
     for (let over = this.values.size + values.size - REMEMBERED; over > 0; over--) {
@@ -109,7 +110,7 @@ class Remembered {
       this.forget(oldest);
     }
     let whole: Forms['whole'] | undefined;
-    let own: SecretIndex | undefined;
+    let own: OwnIndex | undefined;
     for (const value of values) {
       let forms = this.values.get(value);
       if (forms !== undefined) {
@@ -117,15 +118,18 @@ class Remembered {
         this.values.delete(value);
         this.values.set(value, forms);
       } else {
-        forms = formsOfValue(value, keys.includes(value.toLowerCase()));
+        forms = formsOfValue(value, looksLikeToken(value) && !keys.includes(value.toLowerCase()));
         this.values.set(value, forms);
-        if (!forms.own) this.index(forms.long, 1);
+        if (forms.remembered) this.index(forms.long, 1);
       }
       if (forms.whole.length > 0) (whole ??= []).push(...forms.whole);
-      if (forms.own && forms.long.length > 0) {
+      if (!forms.remembered && forms.long.length > 0) {
         // Cut from this record only.
-        own ??= new SecretIndex();
-        for (const form of forms.long) own.add(form);
+        own ??= { text: new SecretIndex(), json: new SecretIndex() };
+        for (const form of forms.long) {
+          own.text.add(form);
+          own.json.add(jsonInner(form));
+        }
       }
     }
     return new HiddenValues(whole ?? [], this, own);
@@ -155,7 +159,7 @@ class Remembered {
   private forget(value: string): void {
     const forms = this.values.get(value);
     this.values.delete(value);
-    if (forms !== undefined && !forms.own) this.index(forms.long, -1);
+    if (forms?.remembered) this.index(forms.long, -1);
   }
 }
 
@@ -165,16 +169,22 @@ interface Forms {
   long: string[];
   /** Its shorter forms, each as a text is all of it and as JSON text has that string (quoted). */
   whole: { text: string; json: string }[];
-  /** A secret's own name (`password` as a password): cut from its record only. */
-  own: boolean;
+  /** A credential, cut from the records after its own too. */
+  remembered: boolean;
 }
 
-function formsOfValue(value: string, own: boolean): Forms {
+/** A record's own values, cut from it alone: as they stand in a text, and in JSON text. */
+interface OwnIndex {
+  text: SecretIndex;
+  json: SecretIndex;
+}
+
+function formsOfValue(value: string, remembered: boolean): Forms {
   const forms = formsOf(value);
   return {
     long: forms.filter((form) => form.length >= ANCHOR),
     whole: forms.filter((form) => form.length < ANCHOR).map((form) => ({ text: form, json: `"${jsonInner(form)}"` })),
-    own,
+    remembered,
   };
 }
 
@@ -189,13 +199,13 @@ export class HiddenValues {
     private readonly short: Forms['whole'],
     private readonly remembered: Remembered,
     /** This record's own, not remembered. */
-    private readonly own: SecretIndex | undefined,
+    private readonly own: OwnIndex | undefined,
   ) {
     this.whole = new Set(short.map((form) => form.text));
   }
 
   get size(): number {
-    return this.whole.size + this.remembered.size + (this.own?.size ?? 0);
+    return this.whole.size + this.remembered.size + (this.own?.text.size ?? 0);
   }
 
   /**
@@ -205,19 +215,28 @@ export class HiddenValues {
   cut(text: string): string {
     if (this.whole.has(text)) return REDACTED;
     text = cutFound(text, this.remembered.text.find(text, true));
-    return this.own === undefined ? text : cutFound(text, this.own.find(text, true));
+    return this.own === undefined ? text : cutFound(text, this.own.text.find(text, true));
   }
 
   /** Whether JSON text (a serialised record) holds a string that cut() would change. */
   inJson(json: string): boolean {
     const QUOTE = 0x22;
     if (this.remembered.json.in(json, true, QUOTE)) return true;
-    if (this.own !== undefined && this.own.in(json, true, QUOTE)) return true;
+    if (this.own !== undefined && this.own.json.in(json, true, QUOTE)) return true;
     for (const form of this.short) if (json.includes(form.json)) return true;
     return false;
   }
 
-  /** A parsed JSON value with every string (keys too) cut: see cut(). */
+  /**
+   * A key with every credential cut out of it (an id as a key, `sess:<id>`): only those. A key is
+   * also the record's own structure (`rawHeaders`, `text`), which a client's cookie must not be
+   * able to take apart; a credential is no word of it (20 or more letters and digits).
+   */
+  cutKey(key: string): string {
+    return cutFound(key, this.remembered.text.find(key, false));
+  }
+
+  /** A parsed JSON value with every string cut (see cut()), and every key (see cutKey()). */
   sealValue(value: unknown): unknown {
     if (typeof value === 'string') return this.cut(value);
     if (value === null || typeof value !== 'object') return value;
@@ -226,7 +245,7 @@ export class HiddenValues {
       return value;
     }
     const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value)) setOwn(out, this.cut(key), this.sealValue((value as Record<string, unknown>)[key]));
+    for (const key of Object.keys(value)) setOwn(out, this.cutKey(key), this.sealValue((value as Record<string, unknown>)[key]));
     return out;
   }
 

@@ -18,8 +18,9 @@ const OUTGOING = (() => {
   for (let i = 1; i < ANCHOR; i++) p = Math.imul(p, BASE);
   return p;
 })();
-const TABLE_BITS = 20;
-const TABLE_MASK = (1 << TABLE_BITS) - 1;
+/** The bit table starts small and grows with what it holds: about 8 slots a string, so that most places of a text are ruled out at once. */
+const FIRST_SLOTS = 256;
+const SLOTS_A_STRING = 8;
 const ELLIPSIS = 0x2026;
 
 /** Where one string was found in a text: [start, end), and whether it is only a head of it. */
@@ -33,7 +34,8 @@ export class SecretIndex {
   /** By the hash of their first ANCHOR characters. */
   private readonly byAnchor = new Map<number, string[]>();
   /** How many held strings have each slot of the hash (saturating): zero rules a place out. */
-  private table: Uint8Array | undefined;
+  private table = new Uint8Array(FIRST_SLOTS);
+  private mask = FIRST_SLOTS - 1;
   private count = 0;
 
   get size(): number {
@@ -47,10 +49,21 @@ export class SecretIndex {
     if (bucket === undefined) this.byAnchor.set(hash, [value]);
     else if (bucket.includes(value)) return;
     else bucket.push(value);
-    const table = (this.table ??= new Uint8Array(1 << TABLE_BITS));
-    const slot = hash & TABLE_MASK;
-    if (table[slot] < 255) table[slot]++;
     this.count++;
+    if (this.count * SLOTS_A_STRING > this.table.length) this.grow();
+    else this.mark(hash);
+  }
+
+  private mark(hash: number): void {
+    const slot = hash & this.mask;
+    if (this.table[slot] < 255) this.table[slot]++;
+  }
+
+  /** A table four times as large, filled again from what is held. */
+  private grow(): void {
+    this.table = new Uint8Array(this.table.length * 4);
+    this.mask = this.table.length - 1;
+    for (const [hash, bucket] of this.byAnchor) for (let i = 0; i < bucket.length; i++) this.mark(hash);
   }
 
   delete(value: string): void {
@@ -61,9 +74,9 @@ export class SecretIndex {
     if (bucket === undefined || at < 0) return;
     bucket.splice(at, 1);
     if (bucket.length === 0) this.byAnchor.delete(hash);
-    const slot = hash & TABLE_MASK;
+    const slot = hash & this.mask;
     // A saturated slot stays set: it only costs a lookup that finds nothing.
-    if (this.table![slot] < 255) this.table![slot]--;
+    if (this.table[slot] < 255) this.table[slot]--;
     this.count--;
   }
 
@@ -75,10 +88,10 @@ export class SecretIndex {
   find(text: string, heads: boolean, stop = -1): Found[] {
     const found: Found[] = [];
     if (this.count === 0 || text.length < ANCHOR) return found;
-    const table = this.table!;
+    const { table, mask } = this;
     let hash = hashAt(text, 0);
     for (let i = 0; ; ) {
-      if (table[hash & TABLE_MASK] !== 0) {
+      if (table[hash & mask] !== 0) {
         const match = this.matchAt(text, i, hash, heads, stop);
         if (match !== undefined) {
           found.push(match);
@@ -107,12 +120,13 @@ export class SecretIndex {
     for (const value of bucket) {
       if (best !== undefined && value.length <= best.end - best.start) continue;
       if (text.startsWith(value, i)) best = { start: i, end: i + value.length, head: false };
-      else if (heads && best === undefined) {
-        // A head: the text (or its string) ends inside the value.
+      else if (heads) {
+        // A head: the text (or its string) ends inside the value; kept where it is longer than what was found.
         let j = i;
         while (j < text.length && j - i < value.length && text.charCodeAt(j) === value.charCodeAt(j - i)) j++;
         const next = j < text.length ? text.charCodeAt(j) : -1;
-        if (j - i >= ANCHOR && (next === -1 || next === stop || next === ELLIPSIS || (next === 0x20 && text.charCodeAt(j + 1) === ELLIPSIS))) best = { start: i, end: j, head: true };
+        const ends = next === -1 || next === stop || next === ELLIPSIS || (next === 0x20 && text.charCodeAt(j + 1) === ELLIPSIS);
+        if (ends && j - i >= ANCHOR && (best === undefined || j > best.end)) best = { start: i, end: j, head: true };
       }
     }
     return best;
