@@ -233,6 +233,23 @@ function holdsPage(res: Tracked, ctx: RequestContext): boolean {
   return /^\s*text\/html\s*(;|$)/i.test(String(res.getHeader('content-type') ?? ''));
 }
 
+/**
+ * The held page's end: the whole file is here, and goes out through `end` with the toolbar, at the
+ * length that has; the callbacks its writes and end were given are called once it is out.
+ */
+function endHeld(res: Tracked, ctx: RequestContext, end: Method, chunk: unknown, encoding: unknown, cb: unknown): unknown {
+  const held = ctx.held!;
+  ctx.held = undefined;
+  // end(cb), end(chunk, cb), end(chunk, encoding, cb), as Node takes them.
+  if (typeof chunk === 'function') [cb, chunk] = [chunk, undefined];
+  else if (typeof encoding === 'function') [cb, encoding] = [encoding, undefined];
+  if (chunk != null) held.chunks.push(asBuffer(chunk, encoding));
+  if (typeof cb === 'function') held.callbacks.push(cb as () => void);
+  if (held.callbacks.length > 0) res.once('finish', () => { for (const callback of held.callbacks) callback(); });
+  const page = Buffer.concat(held.chunks);
+  return end.call(res, injectToolbar(res, ctx, page, undefined) ?? page);
+}
+
 function hold(ctx: RequestContext, chunk: unknown, encoding: unknown, cb: unknown): boolean {
   const held = (ctx.held ??= { chunks: [], callbacks: [] });
   if (typeof encoding === 'function') [cb, encoding] = [encoding, undefined];
@@ -295,21 +312,7 @@ function patchPrototypes(req: Request, res: Response) {
     const sending = ctx.sending;
     keep(ctx, sending !== undefined && chunk != null ? sending : chunk, encoding);
     ended.add(this);
-    const held = ctx.held;
-    if (held !== undefined) {
-      // The whole file is here: it goes out with the toolbar, at the length that has.
-      ctx.held = undefined;
-      // end(cb), end(chunk, cb), end(chunk, encoding, cb), as Node takes them.
-      if (typeof chunk === 'function') [cb, chunk] = [chunk, undefined];
-      else if (typeof encoding === 'function') [cb, encoding] = [encoding, undefined];
-      if (chunk != null) held.chunks.push(asBuffer(chunk, encoding));
-      const page = Buffer.concat(held.chunks);
-      const done = () => {
-        for (const callback of held.callbacks) callback();
-        if (typeof cb === 'function') (cb as () => void)();
-      };
-      return end0.call(this, injectToolbar(this, ctx, page, undefined) ?? page, done);
-    }
+    if (ctx.held !== undefined) return endHeld(this, ctx, end0, chunk, encoding, cb);
     const injected = sending === undefined && (typeof chunk === 'string' || Buffer.isBuffer(chunk)) ? injectToolbar(this, ctx, chunk, encoding) : undefined;
     return end0.call(this, injected ?? chunk, encoding, cb);
   });
@@ -342,52 +345,31 @@ function patchPrototypes(req: Request, res: Response) {
 function holdAboveCompression(res: Tracked, ctx: RequestContext): void {
   if (ctx.recorder.inject === undefined || Object.hasOwn(res, 'write') || Object.hasOwn(res, 'end')) return;
   const proto = Object.getPrototypeOf(res) as { write: Method; end: Method };
-  let write = proto.write;
-  let end = proto.end;
-  let held: { chunks: Buffer[]; callbacks: (() => void)[] } | undefined;
-  const outerWrite = function write_(this: Tracked, chunk: unknown, encoding?: unknown, cb?: unknown) {
-    if (held === undefined && (this.headersSent || !holdsPage(this, ctx))) return write.call(this, chunk, encoding, cb);
-    held ??= { chunks: [], callbacks: [] };
-    if (typeof encoding === 'function') [cb, encoding] = [encoding, undefined];
-    if (chunk != null) held.chunks.push(asBuffer(chunk, encoding));
-    if (typeof cb === 'function') held.callbacks.push(cb as () => void);
-    return true;
-  };
-  const outerEnd = function end_(this: Tracked, chunk?: unknown, encoding?: unknown, cb?: unknown) {
-    if (held === undefined) return end.call(this, chunk, encoding, cb);
-    const page = held;
-    held = undefined;
-    if (typeof chunk === 'function') [cb, chunk] = [chunk, undefined];
-    else if (typeof encoding === 'function') [cb, encoding] = [encoding, undefined];
-    if (chunk != null) page.chunks.push(asBuffer(chunk, encoding));
-    if (typeof cb === 'function') page.callbacks.push(cb as () => void);
-    const whole = Buffer.concat(page.chunks);
-    if (page.callbacks.length > 0) this.once('finish', () => { for (const callback of page.callbacks) callback(); });
-    return end.call(this, injectToolbar(this, ctx, whole, undefined) ?? whole);
-  };
-  let wrappedWrite = false;
-  let wrappedEnd = false;
-  // compression() sets its own once; whatever sets one after it (express-session's end) wraps ours,
-  // which it found there, and the property is a plain one again.
-  const plainAgain = (name: 'write' | 'end', fn: Method) => Object.defineProperty(res, name, { value: fn, writable: true, configurable: true, enumerable: true });
-  Object.defineProperty(res, 'write', {
-    configurable: true,
-    enumerable: true,
-    get: () => (wrappedWrite ? outerWrite : write),
-    set: (fn: Method) => {
-      if (wrappedWrite) return plainAgain('write', fn);
-      write = fn;
-      wrappedWrite = true;
-    },
+  // The next steps: the prototype's (ours) until compression() sets its own.
+  const next = { write: proto.write, end: proto.end };
+  above(res, 'write', next, function (this: Tracked, chunk: unknown, encoding?: unknown, cb?: unknown) {
+    if (ctx.held !== undefined || (!this.headersSent && holdsPage(this, ctx))) return hold(ctx, chunk, encoding, cb);
+    return next.write.call(this, chunk, encoding, cb);
   });
-  Object.defineProperty(res, 'end', {
+  above(res, 'end', next, function (this: Tracked, chunk?: unknown, encoding?: unknown, cb?: unknown) {
+    return ctx.held === undefined ? next.end.call(this, chunk, encoding, cb) : endHeld(this, ctx, next.end, chunk, encoding, cb);
+  });
+}
+
+/**
+ * res[name] as an accessor: the first function set on it (compression's) is kept as the next step
+ * and `ours` is what the response has; whatever sets one after it (express-session's end) has
+ * found ours there and wraps it, and the property is a plain one again.
+ */
+function above(res: Tracked, name: 'write' | 'end', next: Record<'write' | 'end', Method>, ours: Method): void {
+  let set = false;
+  Object.defineProperty(res, name, {
     configurable: true,
     enumerable: true,
-    get: () => (wrappedEnd ? outerEnd : end),
+    get: () => (set ? ours : next[name]),
     set: (fn: Method) => {
-      if (wrappedEnd) return plainAgain('end', fn);
-      end = fn;
-      wrappedEnd = true;
+      if (set) Object.defineProperty(res, name, { value: fn, writable: true, configurable: true, enumerable: true });
+      else [next[name], set] = [fn, true];
     },
   });
 }
