@@ -243,9 +243,14 @@ export function redactMarkup(html: string, keys: string[]): string {
   });
 }
 
+/** One case-insensitive alternation of a key list, made once: most texts a record holds are tested, and mention none. */
+const mentioning = new WeakMap<string[], RegExp>();
+
 function mentionsKey(text: string, keys: string[]): boolean {
-  const lower = text.toLowerCase();
-  return keys.some((k) => lower.includes(k));
+  if (keys.length === 0) return false;
+  let re = mentioning.get(keys);
+  if (re === undefined) mentioning.set(keys, (re = new RegExp(keys.map((k) => k.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')).join('|'), 'i')));
+  return re.test(text);
 }
 
 function redactKeyValues(text: string, keys: string[]): string {
