@@ -65,7 +65,13 @@ describe.each(stores)('a profile is readable the moment its response has finishe
     app.use(profiler.errorHandler);
     server = await listen(app);
     mcp = new Client({ name: 'test', version: '1.0.0' });
-    await mcp.connect(new StdioClientTransport({ command: process.execPath, args: [path.resolve('dist/cli.js'), 'mcp', '--db', db, ...(schema ? ['--schema', schema] : [])], stderr: 'pipe' }));
+    const transport = new StdioClientTransport({ command: process.execPath, args: [path.resolve('dist/cli.js'), 'mcp', '--db', db, ...(schema ? ['--schema', schema] : [])], stderr: 'pipe' });
+    let told = '';
+    transport.stderr?.on('data', (chunk: Buffer) => (told += chunk.toString()));
+    // What the server said is the only account of why it went away.
+    await mcp.connect(transport).catch((error: Error) => {
+      throw new Error(`${error.message}; the MCP server's stderr: ${told}`);
+    });
   });
   afterAll(async () => {
     await mcp?.close();

@@ -12,20 +12,47 @@ const root = path.resolve(import.meta.dirname, '..');
 const fixture = (name: string) => path.join(root, 'test', 'fixtures', 'commands', name);
 const json = async (url: string) => (await fetch(url, { headers: { accept: 'application/json' } })).json();
 
-/** A child process's stdout, until a line matches. */
+const printed = new WeakMap<ChildProcess, { out: string; waiters: Set<() => void> }>();
+
+/**
+ * A child process's stdout, until a line matches. All it printed since the first call is kept and searched:
+ * a job can finish between the request that queued it and the wait for its line.
+ */
 function waitFor(child: ChildProcess, pattern: RegExp, timeout = 20_000): Promise<RegExpExecArray> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`no ${pattern} in ${timeout} ms; stdout: ${out}`)), timeout);
+  let seen = printed.get(child);
+  if (!seen) {
+    const state = { out: '', waiters: new Set<() => void>() };
     child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = pattern.exec(out);
+      state.out += chunk.toString();
+      for (const check of state.waiters) check();
+    });
+    printed.set(child, (seen = state));
+  }
+  const state = seen;
+  return new Promise((resolve, reject) => {
+    const done = () => {
+      clearTimeout(timer);
+      state.waiters.delete(check);
+      child.off('exit', exited);
+    };
+    const check = () => {
+      const m = pattern.exec(state.out);
       if (m) {
-        clearTimeout(timer);
+        done();
         resolve(m);
       }
-    });
-    child.on('exit', (code) => reject(new Error(`exited ${code} before ${pattern}; stdout: ${out}`)));
+    };
+    const exited = (code: number | null) => {
+      done();
+      reject(new Error(`exited ${code} before ${pattern}; stdout: ${state.out}`));
+    };
+    const timer = setTimeout(() => {
+      done();
+      reject(new Error(`no ${pattern} in ${timeout} ms; stdout: ${state.out}`));
+    }, timeout);
+    state.waiters.add(check);
+    child.on('exit', exited);
+    check();
   });
 }
 
