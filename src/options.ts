@@ -95,6 +95,25 @@ export interface ProfilerOptions {
   aiContent?: boolean;
   /** Where a trace id links to, `%s` for the id: `http://localhost:16686/trace/%s` (Jaeger). Default: the profiles of that trace. */
   traceUrl?: string;
+  /**
+   * Who made a request, for apps with a scheme of their own: called once as the request ends, it
+   * returns the fields that name the user (`id`, `username`, `email`, `name`, `roles`) and how they
+   * were known (`via`: 'session', 'bearer token', 'API key', 'basic'; `key`: an API key's name,
+   * never its value), or undefined. Synchronous. Default: read from passport's `req.user`,
+   * express-jwt's and express-oauth2-jwt-bearer's `req.auth`, and the session (docs/panels.md, Who).
+   */
+  identify?: (req: Request) => Identified | undefined;
+}
+
+/** What identify() says of who made a request: any other field is left out. */
+export interface Identified {
+  id?: string | number;
+  username?: string;
+  email?: string;
+  name?: string;
+  roles?: string[];
+  via?: string;
+  key?: string;
 }
 
 export interface ResolvedOptions {
@@ -129,6 +148,7 @@ export interface ResolvedOptions {
   viewLocals: boolean;
   skipFrames: (string | RegExp)[];
   traceUrl: string | undefined;
+  identify: ((req: Request) => Identified | undefined) | undefined;
   heapAndGc: boolean;
   aiContent: boolean;
   exclude: { paths: (string | RegExp)[]; statuses: number[] };
@@ -189,6 +209,7 @@ export function resolveOptions(options: ProfilerOptions = {}, env: NodeJS.Proces
     viewLocals: options.viewLocals ?? false,
     skipFrames: skipFramesOf(options.skipFrames),
     traceUrl: options.traceUrl,
+    identify: typeof options.identify === 'function' ? options.identify : undefined,
     heapAndGc: options.heapAndGc ?? false,
     aiContent: options.aiContent ?? false,
     exclude: { paths: options.exclude?.paths ?? [], statuses: options.exclude?.statuses ?? [] },

@@ -87,13 +87,18 @@ function headline(profile: Profile): Record<string, unknown> {
   const ai = profile.collectors.ai as Any | undefined;
   const dumps = (profile.collectors.dumps as { dumps: Dump[] } | undefined)?.dumps;
   const missing = (profile.collectors.translations as { messages: Translation[] } | undefined)?.messages.filter((m) => m.state === 'missing');
-  const refused = ((profile.collectors.security as Any | undefined)?.checks as Any[] | undefined)?.filter((c) => c.verdict !== 'passed');
+  const security = profile.collectors.security as Any | undefined;
+  const refused = (security?.checks as Any[] | undefined)?.filter((c) => c.verdict !== 'passed');
+  const session = (profile.collectors.request as Any | undefined)?.session as Any | undefined;
   const { collectors: _c, collectorErrors: _e, ...summary } = profile;
   return {
     ...summary,
     panels: Object.keys(profile.collectors).filter((id) => PANELS.includes(id)),
     ...(chain?.length ? { exception: { class: chain[0].class, message: chain[0].message, at: topFrame(chain[0]), causes: chain.slice(1).map((e) => `${e.class}: ${e.message}`) } } : {}),
     ...(ai ? { ai: aiHeadline(ai) } : {}),
+    // Who made it and how they were known, and what it did to their session.
+    ...(security?.who ? { who: security.who } : {}),
+    ...(session ? { session: { library: session.library, events: session.events, changes: session.changes.map((c: Any) => `${c.change} ${c.key}`), ...(session.flashes.set.length + session.flashes.read.length ? { flashes: session.flashes } : {}) } } : {}),
     // Who said no and why, for a refusal that threw nothing (see collectors/security.ts).
     ...(refused?.length ? { refused: refused.map((c) => ({ library: c.library, reason: c.reason, at: c.at })) } : {}),
     // What the app dump()ed, each as text (the tree is the dumps panel's).
@@ -136,7 +141,7 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
 
   server.registerTool('search_requests', {
     title: 'Search recorded requests',
-    description: `Recorded HTTP requests and commands, newest first (or slowest first), as summaries: token, type (request or command), method (a command's: RUN, SCRIPT or JOB), URL (a command's name), status (a command's exit code), time (epoch ms), duration (ms), client IP, the instance that served it, the profile it belongs to (parent: the request that queued a job), its OpenTelemetry trace id, its label (a GraphQL request's operation, or the handler a framework named: a NestJS route's Controller.method), why it failed where the status does not say (failed: 1 an exception, 2 an error logged, 4 GraphQL errors) and the request whose synchronous code it waited behind (blockedBy). Filters combine. ${UNTRUSTED}`,
+    description: `Recorded HTTP requests and commands, newest first (or slowest first), as summaries: token, type (request or command), method (a command's: RUN, SCRIPT or JOB), URL (a command's name), status (a command's exit code), time (epoch ms), duration (ms), client IP, the instance that served it, the profile it belongs to (parent: the request that queued a job), its OpenTelemetry trace id, its label (a GraphQL request's operation, or the handler a framework named: a NestJS route's Controller.method), why it failed where the status does not say (failed: 1 an exception, 2 an error logged, 4 GraphQL errors) the request whose synchronous code it waited behind (blockedBy) and who made it (user: a username, e-mail, name or id). Filters combine. ${UNTRUSTED}`,
     inputSchema: {
       ip: z.string().max(100).optional().describe('Client IP, exactly'),
       method: z.string().max(10).optional().describe('GET, POST, …'),
@@ -147,6 +152,7 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
       instance: z.string().max(200).optional().describe('Only requests this instance served (its name, as in the summaries)'),
       type: z.enum(['request', 'command']).optional().describe('Only HTTP requests, or only commands (scripts, runs, jobs)'),
       trace_id: z.string().regex(/^[0-9a-f]{32}$/).optional().describe('Only profiles of this OpenTelemetry trace'),
+      user: z.string().max(200).optional().describe('Only the requests this user made: their name exactly as the summaries\' user gives it (a username, e-mail, display name or id)'),
       operation: z.string().max(200).optional().describe('A substring of the summaries\' label: a GraphQL operation\'s type and name ("query GetUser"), or a NestJS handler ("ArticlesController.findOne")'),
       parent: z.string().regex(/^[0-9a-f]{6,32}$/).optional().describe('Only profiles this one started: the jobs a request queued, its runs and calls'),
       since: z.string().optional().describe('ISO date-time: only requests at or after it'),
@@ -157,7 +163,7 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
     },
     annotations: readOnly,
   }, async (args) => {
-    const filter: SearchFilter = { limit: args.limit ?? 20, ip: args.ip, method: args.method, status: args.status, statusFrom: args.status_from, statusTo: args.status_to, url: args.url, instance: args.instance, type: args.type, trace: args.trace_id, label: args.operation, parent: args.parent, minDuration: args.slower_than_ms, sort: args.slowest_first ? 'duration' : 'time' };
+    const filter: SearchFilter = { limit: args.limit ?? 20, ip: args.ip, method: args.method, status: args.status, statusFrom: args.status_from, statusTo: args.status_to, url: args.url, instance: args.instance, type: args.type, trace: args.trace_id, label: args.operation, user: args.user, parent: args.parent, minDuration: args.slower_than_ms, sort: args.slowest_first ? 'duration' : 'time' };
     for (const [key, value] of [['since', args.since], ['until', args.until]] as const) {
       if (value === undefined) continue;
       const t = Date.parse(value);

@@ -2,6 +2,7 @@ import type { CorePanel } from './collector.js';
 import { cookieNames } from '../redaction/redact.js';
 import { hostOf, orEmpty, pathOf, unpackHeaders, type DerivedHeaders, unpackBody, type StoredBody } from './derive.js';
 import type { BodyData } from '../redaction/body.js';
+import { sessionView, type SessionView } from './session.js';
 
 export interface RequestData {
   method: string;
@@ -12,6 +13,8 @@ export interface RequestData {
   params: unknown;
   headers: Record<string, unknown>;
   cookies: Record<string, string>;
+  /** express-session's or cookie-session's: see SessionView. */
+  session?: SessionView;
   server: {
     remoteAddress?: string;
     secure: boolean;
@@ -41,6 +44,7 @@ export const request: CorePanel<RequestData> = {
       params: s.params,
       headers: r.headers,
       cookies: cookieNames(cookie === undefined ? undefined : Array.isArray(cookie) ? cookie.join('; ') : String(cookie)),
+      ...(s.session === undefined ? {} : { session: sessionView(s.session) }),
       server: { remoteAddress: r.remoteAddress, secure: r.secure, pid: s.pid },
     };
   },

@@ -2,6 +2,7 @@ import type { Check } from '../recording/checks.js';
 import type { ErrorInfo } from '../errors/describe.js';
 import type { CorePanel } from './collector.js';
 import type { Snapshot } from './snapshot.js';
+import { userLabel, type Who } from '../redaction/who.js';
 import { mountedLine } from '../recording/checks.js';
 import { CORS_OPTIONS } from '../recording/cors-options.js';
 
@@ -12,6 +13,8 @@ export interface ShownCheck extends Check {
 }
 
 export interface SecurityData {
+  /** Who made the request, and how they were known: see redaction/who.ts. */
+  who?: Who;
   checks: ShownCheck[];
   refused: number;
 }
@@ -48,11 +51,12 @@ export const security: CorePanel<SecurityData> = {
     // A refusal the answer or the error tells after all says why: a library not followed is no longer the news.
     const told = (c: Check) => c.verdict === 'unseen' && checks.some((o) => o.verdict === 'refused');
     if (checks.some(told)) checks.splice(0, checks.length, ...checks.filter((c) => !told(c)));
-    if (checks.length === 0) return undefined;
+    if (checks.length === 0 && s.who === undefined) return undefined;
     for (const c of checks) c.reason = reasonOf(c);
-    return { checks, refused: checks.filter((c) => c.verdict === 'refused' || c.verdict === 'error').length };
+    return { ...(s.who === undefined ? {} : { who: s.who }), checks, refused: checks.filter((c) => c.verdict === 'refused' || c.verdict === 'error').length };
   },
-  badge: (data) => data.checks.length,
+  // The checks it met; for a request that met none, who made it.
+  badge: (data) => (data.checks.length > 0 || data.who === undefined ? data.checks.length : (userLabel(data.who) ?? data.who.via)),
 };
 
 /** body-parser's (and raw-body's) error types: what express.json(), urlencoded() and raw() refuse with. */

@@ -16,6 +16,7 @@ import { typeOf } from '../redaction/body.js';
 import { hostOf, linkOf, pathOf } from './derive.js';
 import { redactHeaders } from '../redaction/redact.js';
 import type { ProfileSummary } from '../storage/profile.js';
+import type { StoredSession, Who } from '../redaction/who.js';
 
 /**
  * A stored request as the panels read it: the record with its summary put back, headers as
@@ -66,6 +67,8 @@ export interface Snapshot extends Pick<Captured, 'token' | 'parent' | 'time' | '
   dumps: Dump[];
   dumpsDropped: number;
   translations?: CapturedTranslations;
+  who?: Who;
+  session?: StoredSession;
 }
 
 /**
@@ -125,6 +128,8 @@ export function snapshotOf(r: ProfileRecord, summary: ProfileSummary, config: un
     dumps: r.dumps ?? [],
     dumpsDropped: r.dumpsDropped ?? 0,
     translations: r.translations,
+    who: r.who,
+    session: r.session,
   };
 }
 

@@ -22,9 +22,10 @@ import { joi } from './joi.js';
 import { yup } from './yup.js';
 import { valibot } from './valibot.js';
 import { ajv } from './ajv.js';
+import { expressSession } from './express-session.js';
 
 /** The packages recorded with no setup: databases, caches, mail, queues, AI providers. A new one: its adapter file beside these, and its name here. */
-export const drivers: DriverAdapter[] = [betterSqlite3, nodeSqlite, pg, mysql2, mysql, sqlite3, ioredis, nodeRedis, nodemailer, drizzle, bullmq, openai, anthropic, passport, jsonwebtoken, i18next, joi, yup, valibot, ajv];
+export const drivers: DriverAdapter[] = [betterSqlite3, nodeSqlite, pg, mysql2, mysql, sqlite3, ioredis, nodeRedis, nodemailer, drizzle, bullmq, openai, anthropic, passport, jsonwebtoken, expressSession, i18next, joi, yup, valibot, ajv];
 
 const requireCache = createRequire(__filename).cache;
 const hooked = new WeakSet<object>();

@@ -1,8 +1,9 @@
-import { createHash } from 'node:crypto';
 import { layerNamed, mountedLine, noteCheck } from '../recording/checks.js';
 import type { WorkContext } from '../recording/context.js';
 import { requestOf } from '../recording/inside.js';
 import type { DriverAdapter } from './driver.js';
+import { ownValue, userNamed } from '../recording/who.js';
+import { sessionFingerprint } from '../recording/session.js';
 
 type Strategy = { name?: unknown; authenticate: (this: Record<string, unknown>, req: unknown, options?: unknown) => unknown };
 
@@ -49,7 +50,7 @@ function watch(self: Record<string, unknown>, ctx: WorkContext, strategy: string
       return given.apply(this, args);
     };
   };
-  around('success', (user, info) => note('passed', 'authenticated', { user: userOf(user), ...infoOf(info) }));
+  around('success', (user, info) => note('passed', 'authenticated', { user: userNamed(user), ...infoOf(info) }));
   around('fail', (challenge, status) => {
     const message = typeof challenge === 'string' ? challenge : (challenge as { message?: unknown } | undefined)?.message;
     note('refused', typeof message === 'string' && message !== '' ? message : 'failed', { status: typeof challenge === 'number' ? challenge : status });
@@ -57,41 +58,17 @@ function watch(self: Record<string, unknown>, ctx: WorkContext, strategy: string
   around('error', (err) => note('error', String((err as Error)?.message ?? err), {}));
   // The session strategy says pass() either way: whether it restored a user is on the request.
   around('pass', () => {
-    const user = ownValue(req, ownValue(req, '_userProperty') ?? 'user');
-    note('passed', user === undefined ? 'passed on (no one signed in)' : 'user restored from the session', user === undefined ? {} : { user: userOf(user), fingerprint: sessionOf(req) });
+    const property = ownValue(req, '_userProperty');
+    const user = ownValue(req, typeof property === 'string' ? property : 'user');
+    note('passed', user === undefined ? 'passed on (no one signed in)' : 'user restored from the session', user === undefined ? {} : { user: userNamed(user), fingerprint: sessionFingerprint(req) });
   });
   around('redirect', (url, status) => note('passed', 'redirected', { url, status }));
-}
-
-/** Who a user is, without what else the app's object carries (a password hash, tokens): the fields that name one. */
-function userOf(user: unknown): unknown {
-  if (user === null || typeof user !== 'object') return user;
-  const out: Record<string, unknown> = {};
-  for (const key of ['id', '_id', 'uuid', 'username', 'email', 'name', 'role', 'roles']) {
-    const value = ownValue(user, key);
-    if (value !== undefined && typeof value !== 'function') out[key] = typeof value === 'object' && value !== null && !Array.isArray(value) ? String(value) : value;
-  }
-  return out;
 }
 
 const infoOf = (info: unknown): Record<string, unknown> => {
   const message = (info as { message?: unknown } | undefined)?.message;
   return typeof message === 'string' ? { message } : {};
 };
-
-/** A property an object of the app's holds itself, read without running a getter of the app's. */
-function ownValue(holder: unknown, key: unknown): unknown {
-  return typeof holder === 'object' && holder !== null && typeof key === 'string' ? Object.getOwnPropertyDescriptor(holder, key)?.value : undefined;
-}
-
-/**
- * The session passport read the user from, as a fingerprint of express-session's id: the same for
- * every request of one session, and no part of the id itself (a session's id is its key).
- */
-function sessionOf(req: unknown): string | undefined {
-  const id = ownValue(req, 'sessionID');
-  return typeof id === 'string' ? createHash('sha256').update(id).digest('hex').slice(0, 8) : undefined;
-}
 
 export const passport: DriverAdapter = {
   name: 'passport',

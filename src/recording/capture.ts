@@ -18,6 +18,8 @@ import type { Translation } from './translations.js';
 import { describeTrail } from './layers.js';
 import { captureInside, type CapturedInside } from './inside-capture.js';
 import { sourceMapped, type CpuState } from './cpu.js';
+import { whoOf, type CapturedWho } from './who.js';
+import { captureSession, type CapturedSession } from './session.js';
 
 /**
  * A finished request as the request's thread leaves it, and as it crosses to the writer thread:
@@ -78,6 +80,8 @@ export interface Captured {
   dumps?: Dump[];
   dumpsDropped?: number;
   translations?: CapturedTranslations;
+  who?: CapturedWho;
+  session?: CapturedSession;
 }
 
 /** A request's translations as they cross to the writer: see translations.ts. */
@@ -183,6 +187,16 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     c.extra = {};
     const failed = collectEach(own, (collector) => collector.collect(ctx, options), c.extra, tell);
     if (failed) c.extraErrors = failed;
+  }
+  const who = whoOf(req, options.identify, tell);
+  if (who !== undefined) {
+    c.who = who;
+    size += 512;
+  }
+  const session = captureSession(ctx, req, res, limit);
+  if (session !== undefined) {
+    c.session = session.session;
+    size += session.size;
   }
   // A refusal the app answered itself, in an app whose zod cannot be followed: say how to follow it.
   const unseen = unseenRefusal(c.status, c.checks);

@@ -96,6 +96,8 @@ export interface RequestContext extends WorkContext {
   /** An HTML file's chunks (res.sendFile, express.static) held until its end, for the toolbar: see holdsPage() in recorder.ts. */
   held: { chunks: Buffer[]; callbacks: (() => void)[] } | undefined;
   bodyChunks: (Buffer | string)[];
+  /** What express-session's hooks saw of its session (see session.ts). */
+  session: import('./session.js').SessionState | undefined;
   bodyKept: number;
   bodySize: number;
 }

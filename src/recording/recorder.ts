@@ -68,6 +68,7 @@ export function recorder(deps: RecorderDeps) {
       sending: undefined,
       held: undefined,
       bodyChunks: [],
+      session: undefined,
       bodyKept: 0,
       bodySize: 0,
       log: undefined,

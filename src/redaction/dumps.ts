@@ -1,7 +1,7 @@
 import type { Dump } from '../recording/dump.js';
 import type { ValueNode } from '../recording/snapshot-value.js';
 import { hide, REDACTED } from './hidden.js';
-import { isSecretKey, redactText } from './redact.js';
+import { isContainer, isSecretKey, redactText } from './redact.js';
 
 /**
  * Dumps as stored: every text under a key named like a secret hidden (a Map's key too), any
@@ -29,7 +29,8 @@ function redactNode(node: ValueNode, keys: string[], secret: boolean): ValueNode
         ...(node.stack === undefined ? {} : { stack: redactText(node.stack, keys) }),
         e: node.e.map(([key, value]) => {
           const name = typeof key === 'string' ? (node.k === 'object' || node.k === 'error' ? key : '') : key.k === 'string' ? key.v : '';
-          const under = secret || (name !== '' && isSecretKey(name, keys));
+          // A `session` object holds attributes, each redacted by its own name (see isContainer).
+          const under = secret || (name !== '' && isSecretKey(name, keys) && !(value.k === 'object' && isContainer(name, {})));
           return [typeof key === 'string' ? key : redactNode(key, keys, false), redactNode(value, keys, under)];
         }),
       };

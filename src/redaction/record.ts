@@ -21,6 +21,7 @@ import { redactChecks } from './checks.js';
 import type { Check } from '../recording/checks.js';
 import type { Dump } from '../recording/dump.js';
 import { redactDumps } from './dumps.js';
+import { storedSession, userLabel, whoOf, type StoredSession, type Who } from './who.js';
 import { handlerNamed } from '../recording/handler-name.js';
 import type { CapturedTranslations } from '../recording/capture.js';
 
@@ -60,6 +61,8 @@ export interface RecordSummary {
   failed?: number;
   /** The request whose synchronous code it waited behind longest, when one held the loop. */
   blockedBy?: string | null;
+  /** Who made it, as the list names them (see userLabel in who.ts). */
+  user?: string | null;
 }
 
 /**
@@ -119,6 +122,9 @@ export interface ProfileRecord {
   dumpsDropped?: number;
   /** See recording/translations.ts. */
   translations?: CapturedTranslations;
+  /** See who.ts. */
+  who?: Who;
+  session?: StoredSession;
 }
 
 /**
@@ -141,6 +147,7 @@ export function sealedRow<T extends { summary: RecordSummary; data: string }>(ro
   const { summary } = row;
   summary.url = hidden.cut(summary.url);
   if (summary.label) summary.label = hidden.cut(summary.label);
+  if (summary.user) summary.user = hidden.cut(summary.user);
   row.data = hidden.sealJson(row.data);
   return row;
 }
@@ -198,6 +205,10 @@ function redactedRecord(c: Captured, options: RecordOptions): { summary: RecordS
     const record: ProfileRecord = { ttfb: round(c.ttfb), rss: c.rss, rawHeaders: [], head: {}, responseBody: EMPTY_BODY, trail: [], ...work, command: part('command', () => redactCommandState(c.command!, keys), undefined), trace: c.trace };
     return { summary, record: withFailed(record, failed) };
   }
+  // Read before the headers are redacted in place: their names say how a user was known.
+  const who = part('security', () => whoOf(c, keys), undefined);
+  const user = userLabel(who);
+  if (user !== undefined) summary.user = user;
   const request = part('request', () => ({
     url: redactUrl(c.url, keys, c.params),
     rawHeaders: redactPairs(c.rawHeaders, keys),
@@ -235,6 +246,8 @@ function redactedRecord(c: Captured, options: RecordOptions): { summary: RecordS
     trail: roundTimes(c.trail),
     ...work,
     trace: c.trace,
+    who,
+    session: c.session && part('request', () => storedSession(c.session!, keys), undefined),
   };
   return { summary, record: withFailed(record, failed) };
 }

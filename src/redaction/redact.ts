@@ -79,6 +79,14 @@ function endsSequence(words: string[], i: number, key: string): boolean {
   return parts.every((part, j) => words[i - parts.length + 1 + j] === part);
 }
 
+/**
+ * A secret's name that holds an object of other names: a `session` object is its attributes (a
+ * cart, a user id, a CSRF secret), each redacted by its own name, not hidden whole. A session
+ * that is a text (an id) is a secret still.
+ */
+export const isContainer = (key: string, value: unknown): boolean =>
+  value !== null && typeof value === 'object' && !Array.isArray(value) && !ArrayBuffer.isView(value) && key.length === 7 && key.toLowerCase() === 'session';
+
 /** Keys shorter than this are matched as whole words only: `auth` is not in `author`. */
 const WHOLE_WORD_BELOW = 5;
 
@@ -136,7 +144,7 @@ export function redactValue(value: unknown, keys: string[]): unknown {
       const field = secret ? false : secretField(v as Record<string, unknown>, keys);
       for (const k of Object.keys(v)) {
         const inner = (v as Record<string, unknown>)[k];
-        setOwn(out, k, walk(fed !== undefined && k === 'variables' ? withoutFed(inner, fed) : inner, secret || isSecretKey(k, keys) || (field && k === 'value')));
+        setOwn(out, k, walk(fed !== undefined && k === 'variables' ? withoutFed(inner, fed) : inner, secret || (isSecretKey(k, keys) && !isContainer(k, inner)) || (field && k === 'value')));
       }
       return out;
     } finally {

@@ -54,6 +54,9 @@ const MIGRATIONS: string[] = [
    ALTER TABLE profiles ADD COLUMN failed integer NOT NULL DEFAULT 0;
    ALTER TABLE profiles ADD COLUMN blocked_by text;
    CREATE INDEX profiles_blocked_by ON profiles (blocked_by) WHERE blocked_by IS NOT NULL;`,
+  // Who made it, as the list names them (the search's user filter: newest first within one user).
+  `ALTER TABLE profiles ADD COLUMN user_label text;
+   CREATE INDEX profiles_user ON profiles (user_label, id) WHERE user_label IS NOT NULL;`,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

@@ -274,15 +274,15 @@ function isConnectionError(err: unknown): boolean {
 }
 
 /**
- * One statement a batch: its configs (the distinct ones, $18, each row naming its own by position
- * in $17) stored or marked used at $19 (another instance's retention may have taken one since the
+ * One statement a batch: its configs (the distinct ones, $19, each row naming its own by position
+ * in $18) stored or marked used at $20 (another instance's retention may have taken one since the
  * last batch), its profiles, their data.
  */
 const INSERT_SQL = `WITH batch AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[], $7::bigint[], $8::float8[], $9::text[], $10::text[], $11::text[], $12::text[], $13::integer[], $14::text[], $15::smallint[], $16::bytea[], $17::integer[])
-      WITH ORDINALITY AS b(token, parent, ip, method, url, status, time, duration, type, instance, trace, label, failed, blocked_by, encoding, data, config, n)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[], $7::bigint[], $8::float8[], $9::text[], $10::text[], $11::text[], $12::text[], $13::integer[], $14::text[], $15::text[], $16::smallint[], $17::bytea[], $18::integer[])
+      WITH ORDINALITY AS b(token, parent, ip, method, url, status, time, duration, type, instance, trace, label, failed, blocked_by, user_label, encoding, data, config, n)
   ), used AS (
-    INSERT INTO configs (data, used) SELECT c, $19::bigint FROM unnest($18::text[]) AS c
+    INSERT INTO configs (data, used) SELECT c, $20::bigint FROM unnest($19::text[]) AS c
     ON CONFLICT (data) DO UPDATE SET used = EXCLUDED.used
     RETURNING id, data
   ), stored AS (
@@ -292,20 +292,20 @@ const INSERT_SQL = `WITH batch AS (
     RETURNING id, token
   ), data AS (
     INSERT INTO profile_data (id, encoding, data, config)
-    SELECT s.id, b.encoding, b.data, u.id FROM stored s JOIN batch b ON b.token = s.token LEFT JOIN used u ON u.data = ($18::text[])[b.config]
+    SELECT s.id, b.encoding, b.data, u.id FROM stored s JOIN batch b ON b.token = s.token LEFT JOIN used u ON u.data = ($19::text[])[b.config]
   )
   SELECT token FROM stored`;
 
 /** A batch as INSERT_SQL's parameters: the column arrays it unnests, then its configs and the time; a token twice in one batch keeps its first row. */
 function columnsOf(rows: StoredProfile[]): unknown[] {
-  const cols: unknown[][] = Array.from({ length: 17 }, () => []);
+  const cols: unknown[][] = Array.from({ length: 18 }, () => []);
   const configs: string[] = [];
   const seen = new Set<string>();
   for (const { summary: s, data, config } of rows) {
     if (seen.has(s.token)) continue;
     seen.add(s.token);
     const [encoding, body] = encode(data);
-    const values = [s.token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null, s.trace ?? null, s.label ?? null, s.failed ?? 0, s.blockedBy ?? null, encoding, typeof body === 'string' ? Buffer.from(body) : body, config === undefined ? null : configAt(configs, config)];
+    const values = [s.token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null, s.trace ?? null, s.label ?? null, s.failed ?? 0, s.blockedBy ?? null, s.user ?? null, encoding, typeof body === 'string' ? Buffer.from(body) : body, config === undefined ? null : configAt(configs, config)];
     values.forEach((v, i) => cols[i].push(v));
   }
   return [...cols, configs, Date.now()];

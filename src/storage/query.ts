@@ -23,6 +23,8 @@ export interface SearchFilter {
   label?: string;
   /** Profiles that waited behind this one's synchronous code. */
   blockedBy?: string;
+  /** Who made it, exactly as the list names them. */
+  user?: string;
   /** Profiles this one started: the jobs it queued, the runs and calls it made. */
   parent?: string;
   /** Only profiles recorded before this one (paging to older results). */
@@ -37,11 +39,13 @@ export interface SearchFilter {
   limit: number;
 }
 
-const COLUMNS = ['token', 'parent', 'ip', 'method', 'url', 'status', 'time', 'duration', 'type', 'instance', 'trace', 'label', 'failed', 'blocked_by'];
+const COLUMNS = ['token', 'parent', 'ip', 'method', 'url', 'status', 'time', 'duration', 'type', 'instance', 'trace', 'label', 'failed', 'blocked_by', 'user_label'];
+/** Columns named otherwise in ProfileSummary. */
+const NAMED: Record<string, string> = { blocked_by: 'blockedBy', user_label: 'user' };
 /** The summary's columns as a row is written. */
 export const INSERT_COLUMNS = COLUMNS.join(', ');
 /** …and as it is read: named as ProfileSummary names them. */
-const selected = (table: string) => COLUMNS.map((c) => (c === 'blocked_by' ? `${table}blocked_by AS "blockedBy"` : `${table}${c}`)).join(', ');
+const selected = (table: string) => COLUMNS.map((c) => (NAMED[c] === undefined ? `${table}${c}` : `${table}${c} AS "${NAMED[c]}"`)).join(', ');
 export const SUMMARY_COLUMNS = selected('');
 
 /** A LIKE pattern for a substring: its own %, _ and \ escaped. */
@@ -80,6 +84,7 @@ export function whereOf(filter: SearchFilter, like: 'LIKE' | 'ILIKE'): { where: 
   if (filter.label) add(`label ${like} ? ESCAPE '\\'`, containing(filter.label));
   if (filter.parent) add('parent = ?', filter.parent);
   if (filter.blockedBy) add('blocked_by = ?', filter.blockedBy);
+  if (filter.user) add('user_label = ?', filter.user);
   // A token that is not stored pages from nowhere: the newest, as without it.
   if (filter.before) add('id < coalesce((SELECT id FROM profiles WHERE token = ?), 9007199254740991)', filter.before);
   return { where, args };

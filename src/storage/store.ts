@@ -31,7 +31,7 @@ export class ProfileStore implements ProfileReader {
     this.file = file;
     this.db = db;
     this.stmts = {
-      insert: db.prepare(`INSERT INTO profiles (${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (token) DO NOTHING`),
+      insert: db.prepare(`INSERT INTO profiles (${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (token) DO NOTHING`),
       tokensAfter: db.prepare('SELECT id, token FROM profiles WHERE id > ? ORDER BY id'),
       // Each in its own subquery: SQLite reads min() or max() alone off the end of the id b-tree, both together by scanning every row.
       span: db.prepare('SELECT (SELECT min(id) FROM profiles) AS first, (SELECT max(id) FROM profiles) AS last'),
@@ -54,7 +54,7 @@ export class ProfileStore implements ProfileReader {
         if (id === undefined) configs.set(config, (id = (this.stmts.useConfig.get(config, Date.now()) as { id: number }).id));
         return id;
       };
-      const put = (s: ProfileSummary, token: string) => this.stmts.insert.run(token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null, s.trace ?? null, s.label ?? null, s.failed ?? 0, s.blockedBy ?? null);
+      const put = (s: ProfileSummary, token: string) => this.stmts.insert.run(token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null, s.trace ?? null, s.label ?? null, s.failed ?? 0, s.blockedBy ?? null, s.user ?? null);
       for (const { summary: s, data, config } of batch) {
         let token = s.token;
         let result = put(s, token);

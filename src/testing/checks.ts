@@ -3,6 +3,8 @@ import type { MailData } from '../collectors/mail.js';
 import type { TranslationsData } from '../collectors/translations.js';
 import type { ErrorInfo, ExceptionData } from '../errors/describe.js';
 import type { Profile } from '../storage/profile.js';
+import type { SecurityData } from '../collectors/security.js';
+import type { Who } from '../redaction/who.js';
 
 /** A check of a profile: whether it holds, and what to say either way (the test reads it when it fails). */
 export interface Verdict {
@@ -80,4 +82,14 @@ export function missingTranslations(p: Profile): Verdict {
     pass: missing.length > 0,
     message: () => (missing.length > 0 ? `${where(p)} has ${missing.length} missing ${missing.length === 1 ? 'translation' : 'translations'}:\n${listed.join('\n')}` : `${where(p)} has no missing translation (${messages.length} translated)`),
   };
+}
+
+/** Who a profile says made it, as a failing check shows it. */
+const whoText = (who: Who | undefined): string => (who === undefined ? 'no one the app knew' : `${JSON.stringify(Object.fromEntries(Object.entries(who).filter(([k]) => k !== 'claims')))}`);
+
+/** Whether the request was made by the user `expected` names: each field given (id, username, email, name, roles, via, key) is the profile's. */
+export function madeAs(p: Profile, expected: Partial<Who>): Verdict {
+  const who = (p.collectors.security as SecurityData | undefined)?.who;
+  const pass = who !== undefined && Object.entries(expected).every(([k, v]) => JSON.stringify((who as unknown as Record<string, unknown>)[k]) === JSON.stringify(v));
+  return { pass, message: () => `${where(p)} was made by ${whoText(who)}, expected ${JSON.stringify(expected)}` };
 }

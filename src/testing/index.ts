@@ -1,7 +1,8 @@
 // express-web-profiler/testing: a request's profile in the app's own tests.
 import { AssertionError } from 'node:assert';
 import type { Profile } from '../storage/profile.js';
-import { errorText, exception, mailTo, missingTranslations, nPlusOne, queryCount, queryMatching, type Verdict } from './checks.js';
+import { errorText, exception, madeAs, mailTo, missingTranslations, nPlusOne, queryCount, queryMatching, type Verdict } from './checks.js';
+import type { Who } from '../redaction/who.js';
 import { profileOf, tokenOf, type ProfileOfOptions, type TestedProfile } from './profile-of.js';
 import { running } from './registry.js';
 import type { ExceptionData } from '../errors/describe.js';
@@ -28,6 +29,8 @@ export const matchers = {
   toHaveRunQuery: matcher(queryMatching),
   toHaveSentMailTo: matcher(mailTo),
   toHaveThrown: matcher(exception),
+  /** Passes when the request was made by the user these fields name: `await expect(res).toBeMadeAs({ id: 7 })`, `{ username: 'ada', via: 'session' }`. */
+  toBeMadeAs: matcher(madeAs),
   /** Passes when no key the request translated is missing: `await expect(res).toHaveNoMissingTranslations()`. */
   toHaveNoMissingTranslations: matcher((p: Profile) => {
     const verdict = missingTranslations(p);
@@ -46,6 +49,7 @@ export const assertNoNPlusOne: (x: unknown) => Promise<void> = assertion(nPlusOn
 export const assertQuery: (x: unknown, pattern: string | RegExp) => Promise<void> = assertion(queryMatching, true);
 export const assertMailSent: (x: unknown, to: string | RegExp) => Promise<void> = assertion(mailTo, true);
 export const assertNoException: (x: unknown) => Promise<void> = assertion(exception, false);
+export const assertMadeAs: (x: unknown, expected: Partial<Who>) => Promise<void> = assertion(madeAs, true);
 export const assertNoMissingTranslations: (x: unknown) => Promise<void> = assertion(missingTranslations, false);
 
 /**

@@ -45,9 +45,27 @@ function exceptionText(exception: Any | undefined): unknown {
   return chain?.length ? chain.map((e) => `${e.class}: ${e.message}`).join('\n← ') : undefined;
 }
 
+/** Who made a request, on one line: "ada (id 7) via session". */
+function whoText(who: Any | undefined): unknown {
+  if (who === undefined) return undefined;
+  const name = who.anonymous ? 'anonymous' : (who.username ?? who.email ?? who.name ?? `#${who.id}`);
+  return `${name}${who.id !== undefined && name !== `#${who.id}` ? ` (id ${who.id})` : ''} via ${who.via}${who.key ? ` ${who.key}` : ''}`;
+}
+
+/** Two requests' sessions: what happened to each, and each attribute as it left it. */
+function sessionSections(left: Any | undefined, right: Any | undefined): ComparedSection[] {
+  if (left === undefined && right === undefined) return [];
+  const events = (s: Any | undefined) => (s === undefined ? undefined : s.events.length > 0 ? s.events.join(', ') : 'unchanged');
+  return [
+    { title: 'Session', rows: [row('session.events', events(left), events(right))] },
+    keyed('Session, as each request left it', 'session.left', left?.left, right?.left),
+  ];
+}
+
 /**
  * Two profiles side by side, field by field: status, request headers, query and body, response
- * headers and body, log lines, exception, and the totals; each row says whether it differs.
+ * headers and body, who made them and their sessions, log lines, exception, and the totals; each
+ * row says whether it differs.
  */
 export function compareProfiles(a: Profile, b: Profile): ComparedSection[] {
   const ca = a.collectors as Any;
@@ -59,6 +77,8 @@ export function compareProfiles(a: Profile, b: Profile): ComparedSection[] {
     { title: 'Request body', rows: [row('request.body', bodyText(ca.request?.body), bodyText(cb.request?.body))] },
     keyed('Response headers', 'response.headers', ca.response?.headers, cb.response?.headers, VOLATILE_RESPONSE_HEADERS),
     { title: 'Response body', rows: [row('response.body', bodyText(ca.response?.body), bodyText(cb.response?.body))] },
+    { title: 'Who', rows: [row('who', whoText(ca.security?.who), whoText(cb.security?.who))] },
+    ...sessionSections(ca.request?.session, cb.request?.session),
     { title: 'Log', rows: [row('logs', logLines(ca.logs), logLines(cb.logs))] },
     { title: 'Exception', rows: [row('exception', exceptionText(ca.exception), exceptionText(cb.exception))] },
     {

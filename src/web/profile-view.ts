@@ -9,6 +9,7 @@ import type { Replayable } from './replay.js';
 import type { Dump } from '../recording/dump.js';
 import type { ValueNode } from '../recording/snapshot-value.js';
 import { renderValue } from '../recording/render-value.js';
+import { userLabel } from '../redaction/who.js';
 
 export interface MenuEntry {
   id: string;
@@ -112,13 +113,13 @@ function messageOf(body: BodyData): string | undefined {
   return text === undefined || text === '' ? undefined : text.length > 300 ? `${text.slice(0, 300)}…` : text;
 }
 
-/** What the toolbar shows, from a stored profile. */
 /** A value on one line, cut to what a toolbar shows. */
 const preview = (node: ValueNode): string => {
   const text = renderValue(node).replace(/\s*\n\s*/g, ' ');
   return text.length > 120 ? `${text.slice(0, 119)}…` : text;
 };
 
+/** What the toolbar shows, from a stored profile. */
 export function toolbarSummary(profile: Profile) {
   const c = profile.collectors as Record<string, any>;
   return {
@@ -151,6 +152,9 @@ export function toolbarSummary(profile: Profile) {
     errors: (c.logs?.counts?.error ?? 0) + (c.exception ? 1 : 0),
     warnings: c.logs?.counts?.warn ?? 0,
     exception: c.exception?.chain?.[0] ? `${c.exception.chain[0].class}: ${c.exception.chain[0].message}` : null,
+    // Who made it and how they were known: "ada · session".
+    who: c.security?.who ? (userLabel(c.security.who) ?? 'anonymous') : null,
+    via: c.security?.who ? [c.security.who.via, c.security.who.key].filter(Boolean).join(' ') : null,
     // What was dumped: each with its label, line and a line of its value, for the toolbar's list.
     dumps: ((c.dumps?.dumps ?? []) as Dump[]).slice(0, 20).map((d, i) => ({ n: i + 1, label: d.label ?? null, at: d.at ?? null, preview: preview(d.value) })),
     dumpCount: c.dumps?.dumps?.length ?? 0,

@@ -69,6 +69,11 @@ export function parseSearch(req: Request): Parsed {
     if (!/^[a-z]{1,20}$/.test(type)) return { ok: false, error: 'type: a word such as "request".' };
     filter.type = form.type = type;
   }
+  const user = one(q.user);
+  if (user) {
+    if (user.length > 200) return { ok: false, error: 'user: at most 200 characters.' };
+    filter.user = form.user = user;
+  }
   const operation = one(q.operation);
   if (operation) {
     if (operation.length > 200) return { ok: false, error: 'operation: at most 200 characters.' };

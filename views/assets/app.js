@@ -37,6 +37,9 @@
           if (panel) panel.hidden = !on;
         });
       }
+      // A link to a tab (?panel=request#rq-session) opens it.
+      var linked = location.hash && list.filter(function (t) { return '#' + t.getAttribute('aria-controls') === location.hash; })[0];
+      if (linked) select(linked);
       list.forEach(function (tab, i) {
         tab.addEventListener('click', function () { select(tab); });
         tab.addEventListener('keydown', function (e) {
@@ -133,6 +136,8 @@
           urlCell.appendChild(label);
         }
         cell(tr, p.ip, 'mono');
+        var user = cell(tr, '', 'user');
+        if (p.user) link(user, '/_profiler/search?user=' + encodeURIComponent(p.user), p.user);
         if (instances) {
           var served = cell(tr, '', 'mono');
           if (p.instance) link(served, '/_profiler/search?instance=' + encodeURIComponent(p.instance), p.instance);

@@ -1,0 +1,128 @@
+import { createHash } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { contextOf, type RequestContext } from './context.js';
+import { dataOnly } from './plain.js';
+import { ownValue } from './who.js';
+
+/** What happened to a session during a request, in the order it happened. */
+export type SessionEvent = 'created' | 'regenerated' | 'saved' | 'destroyed';
+
+/** What express-session's hooks note of a request's session as it runs (see instruments/express-session.ts). */
+export interface SessionState {
+  /** Its attributes as the store gave them, copied then: the app changes the same objects later. */
+  found?: unknown;
+  cut?: boolean;
+  events: SessionEvent[];
+}
+
+/** express-session's Session prototypes whose store loads are followed: a session of another copy was not seen arriving. */
+export const followedSessions = new WeakSet<object>();
+
+/**
+ * A request's session as it crosses to the writer: its attributes as the request found them and
+ * as it left them, copied as data (own data properties: no getter or Proxy trap of the app's
+ * runs), and what happened to it. Its id is never kept.
+ */
+export interface CapturedSession {
+  library: 'express-session' | 'cookie-session';
+  /** The store's class (MemoryStore, RedisStore). */
+  store?: string;
+  /** Absent: the request brought no session. */
+  found?: unknown;
+  /** null: it was destroyed, or none was left. */
+  left: unknown;
+  events: SessionEvent[];
+  /** The same for every request of one session, and no part of its id (a session's id is its key). */
+  fingerprint?: string;
+  /** A copy was cut to fit its budget. */
+  cut?: true;
+}
+
+/** The session state of the request `req` belongs to, for the hooks that see only the request. */
+export function sessionNoted(req: unknown): SessionState | undefined {
+  const ctx = contextOf(ownValue(req, 'res'));
+  return ctx === undefined ? undefined : (ctx.session ??= { events: [] });
+}
+
+/** A fingerprint of express-session's id: see CapturedSession.fingerprint. */
+export function sessionFingerprint(req: unknown): string | undefined {
+  const id = ownValue(req, 'sessionID');
+  return typeof id === 'string' ? createHash('sha256').update(id).digest('hex').slice(0, 8) : undefined;
+}
+
+/**
+ * The request's session as it ends, for express-session (its hooks noted the rest) and
+ * cookie-session. A request with neither costs one property lookup.
+ */
+export function captureSession(ctx: RequestContext, req: IncomingMessage, res: ServerResponse, budget: number): { session: CapturedSession; size: number } | undefined {
+  const held = Object.getOwnPropertyDescriptor(req, 'session');
+  const state = ctx.session;
+  if (held === undefined && state === undefined) return undefined;
+  let cut = false;
+  let size = 512;
+  const copy = (value: unknown) => {
+    const made = dataOnly(value, budget);
+    cut ||= made.cut;
+    size += 2 * made.size;
+    return made.value;
+  };
+  let session: CapturedSession;
+  if (held?.get !== undefined) {
+    // cookie-session's accessor (its options beside it mark it), read once its cookie has gone out: reading it then changes nothing the client gets.
+    if (ownValue(req, 'sessionOptions') === undefined || !res.headersSent) return undefined;
+    let sess: unknown;
+    try {
+      sess = held.get.call(req);
+    } catch {
+      return undefined;
+    }
+    // What the cookie held, as cookie-session decoded it (its context keeps the cookie's text); a session set to null has no context left: its cookie, as sent.
+    const encoded = sess === null ? sentCookie(req) : ownValue(ownValue(sess, '_ctx'), '_val');
+    const found = typeof encoded === 'string' ? decoded(encoded) : undefined;
+    const left = sess === null || sess === undefined ? null : copy(sess);
+    const events: SessionEvent[] = [];
+    if (found === undefined && left !== null && Object.keys(left as object).length > 0) events.push('created', 'saved');
+    else if (found !== undefined && left === null) events.push('destroyed');
+    else if (found !== undefined && JSON.stringify(found) !== JSON.stringify(left)) events.push('saved');
+    session = { library: 'cookie-session', found, left, events };
+  } else {
+    const events = state?.events ?? [];
+    cut ||= state?.cut === true;
+    // A followed session the store did not give was made for this request (a new visitor; regenerate's new one says regenerated).
+    const followed = held !== undefined && typeof held.value === 'object' && held.value !== null && followedSessions.has(Object.getPrototypeOf(held.value) as object);
+    if (followed && state?.found === undefined && !events.includes('regenerated')) events.unshift('created');
+    const store = ownValue(req, 'sessionStore');
+    const name = store === undefined ? undefined : (Object.getPrototypeOf(store) as { constructor?: { name?: unknown } } | null)?.constructor?.name;
+    session = {
+      library: 'express-session',
+      store: typeof name === 'string' ? name : undefined,
+      found: state?.found,
+      left: held === undefined ? null : copy(held.value),
+      events,
+      fingerprint: sessionFingerprint(req),
+    };
+  }
+  if (cut) session.cut = true;
+  return { session, size };
+}
+
+/** cookie-session's cookie as the client sent it, by the name its options give (they are the middleware's, inherited: read as data). */
+function sentCookie(req: IncomingMessage): string | undefined {
+  const options = ownValue(req, 'sessionOptions');
+  const name = ownValue(options, 'name') ?? ownValue(options === undefined ? undefined : Object.getPrototypeOf(options), 'name') ?? 'session';
+  const header = req.headers.cookie;
+  if (typeof name !== 'string' || typeof header !== 'string') return undefined;
+  for (const pair of header.split(';')) {
+    const at = pair.indexOf('=');
+    if (at > 0 && pair.slice(0, at).trim() === name) return pair.slice(at + 1).trim();
+  }
+  return undefined;
+}
+
+function decoded(text: string): unknown {
+  try {
+    return JSON.parse(Buffer.from(text, 'base64').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}

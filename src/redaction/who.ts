@@ -1,0 +1,188 @@
+import type { Captured } from '../recording/capture.js';
+import type { Check } from '../recording/checks.js';
+import type { CapturedSession, SessionEvent } from '../recording/session.js';
+import { redactValue } from './redact.js';
+
+/**
+ * Who made a request, as stored: the fields that name them, how they were known and what said
+ * so. Derived by the writer from what the request's thread read (recording/who.ts), the checks
+ * the request met, the session and the headers' names. Never a token, a key or a password.
+ */
+export interface Who {
+  id?: string | number;
+  username?: string;
+  email?: string;
+  name?: string;
+  roles?: string[];
+  /** How they were known: session, bearer token, API key, basic, password (a sign-in), or what the app's identify() said. */
+  via: string;
+  /** What told it: passport's strategy, express-jwt, express-oauth2-jwt-bearer, express-session, cookie-session, identify(). */
+  by?: string;
+  /** The header an API key came in: its name, never its value. */
+  key?: string;
+  /** A verified token's claims: subject, issuer, audience, expiry, scopes. */
+  claims?: Record<string, unknown>;
+  /** Known how, not who: a session or a token that named no user. */
+  anonymous?: true;
+}
+
+/** A request's session as stored: its attributes redacted as every stored value is, its cookie's settings apart. */
+export interface StoredSession {
+  library: CapturedSession['library'];
+  store?: string;
+  /** Absent: the request brought none. */
+  found?: Record<string, unknown>;
+  /** null: destroyed, or none left. */
+  left: Record<string, unknown> | null;
+  /** The session cookie's settings (expiry, path, flags) as it left, else as it came. */
+  cookie?: Record<string, unknown>;
+  events: SessionEvent[];
+  fingerprint?: string;
+  cut?: true;
+}
+
+/** Headers an API key comes in, by the names apps give them. */
+const KEY_HEADERS = new Set(['x-api-key', 'api-key', 'apikey', 'x-api-token']);
+const KEY_LENGTHS = new Set([...KEY_HEADERS].map((name) => name.length));
+
+/** A passport strategy's name, as how its user was known. */
+function viaStrategy(strategy: string): string {
+  if (strategy === 'session') return 'session';
+  if (/^local/.test(strategy)) return 'password';
+  if (/jwt|bearer|oauth2-jwt/i.test(strategy)) return 'bearer token';
+  if (/api-?key/i.test(strategy)) return 'API key';
+  if (/^(basic|digest)$/.test(strategy)) return strategy;
+  return strategy;
+}
+
+/** The Authorization scheme (lower case) and an API key's header name, from the raw header pairs: names only. */
+function credentialsOf(raw: string[]): { scheme?: string; key?: string } {
+  const found: { scheme?: string; key?: string } = {};
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i];
+    if (name.length === 13 && name.toLowerCase() === 'authorization') found.scheme = /^([A-Za-z][\w-]{0,19})(?:\s|$)/.exec(String(raw[i + 1]))?.[1]?.toLowerCase();
+    else if (found.key === undefined && KEY_LENGTHS.has(name.length) && KEY_HEADERS.has(name.toLowerCase())) found.key = name;
+  }
+  return found;
+}
+
+const SCHEMES: Record<string, string> = { bearer: 'bearer token', basic: 'basic', digest: 'digest', apikey: 'API key', token: 'bearer token' };
+
+const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+const idOf = (v: unknown): string | number | undefined => (typeof v === 'number' || (typeof v === 'string' && v !== '') ? v : undefined);
+const listOf = (v: unknown): string[] | undefined => {
+  if (Array.isArray(v)) return v.filter((x) => typeof x === 'string');
+  return typeof v === 'string' && v !== '' ? v.split(/[\s,]+/).filter(Boolean) : undefined;
+};
+
+/** The named fields of what named a user (a user object's, a token's claims, identify()'s), as a Who's. */
+function named(from: Record<string, unknown>): Partial<Who> {
+  const out: Partial<Who> = {};
+  const id = idOf(from.id) ?? idOf(from._id) ?? idOf(from.uuid) ?? idOf(from.userId) ?? idOf(from.user_id) ?? idOf(from.sub);
+  if (id !== undefined) out.id = id;
+  const username = text(from.username) ?? text(from.login) ?? text(from.preferred_username);
+  if (username !== undefined) out.username = username;
+  const email = text(from.email);
+  if (email !== undefined) out.email = email;
+  const name = text(from.displayName) ?? text(from.name) ?? text(from.fullName);
+  if (name !== undefined) out.name = name;
+  const roles = listOf(from.roles) ?? listOf(from.role) ?? listOf(from.permissions) ?? listOf(from.groups) ?? listOf(from.scopes) ?? listOf(from.scope) ?? listOf(from.scp);
+  if (roles !== undefined && roles.length > 0) out.roles = roles;
+  return out;
+}
+
+/** The user a session's attributes name: passport's `passport.user`, or a `user`, `userId`, `user_id`, `uid` of the app's. */
+function sessionUser(attrs: unknown): Partial<Who> | undefined {
+  if (attrs === null || typeof attrs !== 'object') return undefined;
+  const a = attrs as Record<string, unknown>;
+  const passport = a.passport as { user?: unknown } | undefined;
+  for (const user of [passport?.user, a.user, a.userId, a.user_id, a.uid]) {
+    if (user === undefined || user === null) continue;
+    if (typeof user === 'object') {
+      const found = named(user as Record<string, unknown>);
+      if (Object.keys(found).length > 0) return found;
+    } else if (idOf(user) !== undefined) return { id: idOf(user) };
+  }
+  return undefined;
+}
+
+/**
+ * Who made the request, from what the app knew of them: undefined when it knew nothing (no user,
+ * no session it brought, no credential). Redacted as every stored value is.
+ */
+export function whoOf(c: Captured, keys: string[]): Who | undefined {
+  const captured = c.who;
+  const session = c.session;
+  const { scheme, key } = credentialsOf(c.rawHeaders);
+  if (captured === undefined && session === undefined && scheme === undefined && key === undefined) return undefined;
+  const passport = lastPassport(c.checks);
+  let who: Who | undefined;
+  const identified = captured?.identified;
+  if (identified !== undefined) {
+    who = { ...named(identified), via: text(identified.via) ?? (key !== undefined ? 'API key' : (scheme && SCHEMES[scheme]) ?? 'unknown'), by: 'identify()' };
+    const given = text(identified.key) ?? (who.via === 'API key' ? key : undefined);
+    if (given !== undefined) who.key = given;
+  } else if (captured?.user !== undefined || passport !== undefined) {
+    // req.user as the request ended, else the user passport let in (a sign-out clears req.user).
+    const user = captured?.user ?? (passport!.fields!.user as Record<string, unknown>);
+    const strategy = passport?.fields?.strategy;
+    const via = typeof strategy === 'string' ? viaStrategy(strategy) : captured?.claims !== undefined ? 'bearer token' : key !== undefined ? 'API key' : scheme !== undefined ? (SCHEMES[scheme] ?? scheme) : session?.found !== undefined ? 'session' : 'unknown';
+    who = { ...named(typeof user === 'object' && user !== null ? user : { id: user }), via, by: typeof strategy === 'string' ? `passport ${strategy}` : undefined };
+    if (via === 'API key' && key !== undefined) who.key = key;
+  } else if (captured?.claims !== undefined) {
+    who = { ...named(captured.claims), via: 'bearer token', by: captured.claimsBy };
+  } else {
+    const fromSession = sessionUser(session?.left) ?? sessionUser(session?.found);
+    if (fromSession !== undefined) who = { ...fromSession, via: 'session', by: session!.library };
+    else if (key !== undefined) who = { via: 'API key', key, anonymous: true };
+    else if (scheme !== undefined) who = { via: SCHEMES[scheme] ?? scheme, anonymous: true };
+    else if (session?.found !== undefined) who = { via: 'session', by: session.library, anonymous: true };
+    else return undefined;
+  }
+  if (captured?.claims !== undefined) who.claims = captured.claims;
+  if (who.by === undefined) delete who.by;
+  return redactValue(who, keys) as Who;
+}
+
+/** The passport strategy that let the request in last: its user is req.user. */
+function lastPassport(checks: Check[] | undefined): Check | undefined {
+  let last: Check | undefined;
+  for (const check of checks ?? []) if (check.library === 'passport' && check.verdict === 'passed' && check.fields?.user !== undefined) last = check;
+  return last;
+}
+
+/** What the list and search name a request's user by: a username, else an e-mail, a display name, an id. */
+export function userLabel(who: Who | undefined): string | undefined {
+  if (who === undefined || who.anonymous) return undefined;
+  const label = who.username ?? who.email ?? who.name ?? (who.id === undefined ? undefined : String(who.id));
+  return label === undefined ? undefined : label.slice(0, 200);
+}
+
+/** A session as stored: the cookie's settings apart (they name no one), every attribute redacted by its name. */
+export function storedSession(s: CapturedSession, keys: string[]): StoredSession {
+  const found = attributesOf(s.found, keys);
+  const left = attributesOf(s.left, keys);
+  const stored: StoredSession = { library: s.library, store: s.store, found: found?.attributes, left: left?.attributes ?? null, cookie: left?.cookie ?? found?.cookie, events: s.events, fingerprint: s.fingerprint };
+  if (s.cut) stored.cut = true;
+  return stored;
+}
+
+function attributesOf(given: unknown, keys: string[]): { attributes: Record<string, unknown>; cookie?: Record<string, unknown> } | undefined {
+  if (given === null || given === undefined || typeof given !== 'object' || Array.isArray(given)) return undefined;
+  const { cookie, ...attributes } = given as Record<string, unknown>;
+  return { attributes: redactValue(attributes, keys) as Record<string, unknown>, cookie: cookieSettings(cookie) };
+}
+
+/** express-session's cookie as its Cookie holds it (`_expires`) or as a store gave it (`expires`): its settings, never a value. */
+function cookieSettings(cookie: unknown): Record<string, unknown> | undefined {
+  if (cookie === null || typeof cookie !== 'object') return undefined;
+  const c = cookie as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  const expires = c._expires ?? c.expires;
+  if (expires !== undefined && expires !== null) out.expires = expires instanceof Date ? expires.toISOString() : String(expires);
+  for (const name of ['originalMaxAge', 'path', 'domain', 'httpOnly', 'secure', 'sameSite', 'partitioned', 'priority']) {
+    const v = c[name];
+    if (v !== undefined && v !== null && (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')) out[name] = v;
+  }
+  return out;
+}
