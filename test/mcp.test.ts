@@ -23,6 +23,7 @@ let planted: string;
 let limited: string;
 let provider: Provider;
 let forged: string;
+let lins: string;
 /** Where a client claimed the request went (its Host): anything it sends is counted. */
 let trap: Running;
 let trapped = 0;
@@ -49,6 +50,11 @@ beforeAll(async () => {
     }
     res.json({ id: req.params.id, body: 'x'.repeat(60_000) });
   });
+  // The app's own authentication: it leaves the user on req, as passport does.
+  e.get('/account', (req, res) => {
+    (req as { user?: unknown }).user = { id: 3, username: 'lin', passwordHash: 'not-for-the-agent' };
+    res.json({ ok: true });
+  });
   // A refusal that throws nothing: express-rate-limit's 429.
   e.get('/quota', rateLimit({ windowMs: 60_000, limit: 1, legacyHeaders: false, standardHeaders: false }), (_req, res) => res.send('within the quota'));
   e.use(profiler.notFound);
@@ -69,6 +75,9 @@ beforeAll(async () => {
   const refused = await fetch(`${app.url}/quota`);
   await refused.text();
   [fine, failed, planted, limited] = [ok, bad, probe, refused].map((r) => r.headers.get('x-debug-token')!);
+  const account = await fetch(`${app.url}/account`, { headers: { authorization: 'Bearer lins-session-token-0123456789' } });
+  await account.text();
+  lins = account.headers.get('x-debug-token')!;
   // An anonymous client's request that names another host, with a credential to ask the developer for.
   trap = await listen((req: IncomingMessage, res: ServerResponse) => {
     trapped++;
@@ -134,6 +143,15 @@ describe('web-profiler mcp', () => {
     expect(summary.structuredContent.recorded.ai).toMatchObject({ calls: 1, failures: [{ model: 'no-such-model', provider: 'openai', error: expect.stringContaining('HTTP 400 [model_not_found]'), at: expect.stringMatching(/mcp\.test\.ts:\d+$/) }] });
     const fine_ = await call('get_profile', { token: fine });
     expect(fine_.structuredContent.recorded.ai).toBeUndefined();
+  });
+
+  it('finds a user\'s requests by their name, and says who made each in its headline', async () => {
+    const search = await call('search_requests', { user: 'lin' });
+    expect(search.structuredContent.recorded.requests.map((r: any) => [r.token, r.user])).toEqual([[lins, 'lin']]);
+    expect((await call('search_requests', { user: 'li' })).structuredContent.recorded.requests).toEqual([]);
+    const headline = (await call('get_profile', { token: lins })).structuredContent.recorded;
+    expect(headline.who).toEqual({ id: 3, username: 'lin', via: 'bearer token' });
+    expect(JSON.stringify(headline)).not.toContain('not-for-the-agent');
   });
 
   it('hands an agent what anyone can plant only as marked, cut data, and leaves 4xx out of latest_errors unless asked', async () => {

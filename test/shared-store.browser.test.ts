@@ -46,7 +46,7 @@ describe.skipIf(!CHROMIUM || !url)('a shared store, in chromium', () => {
       const rowA = page.locator(`tr[data-token="${ta}"]`);
       await rowA.waitFor({ timeout: 30_000 });
       await page.locator(`tr[data-token="${tb}"]`).waitFor({ timeout: 30_000 });
-      await expect(rowA.locator('td').nth(5).textContent()).resolves.toBe('web-a');
+      await expect(rowA.locator('td').nth(6).textContent()).resolves.toBe('web-a');
       await shot(page, `shared-list-${scheme}`);
 
       // The instance's name links to its requests only.

@@ -2,7 +2,7 @@ import type { Check } from '../recording/checks.js';
 import type { ErrorInfo } from '../errors/describe.js';
 import type { CorePanel } from './collector.js';
 import type { Snapshot } from './snapshot.js';
-import { userLabel, type Who } from '../redaction/who.js';
+import { anonymousWho, userLabel, type Who } from '../redaction/who.js';
 import { mountedLine } from '../recording/checks.js';
 import { CORS_OPTIONS } from '../recording/cors-options.js';
 
@@ -51,9 +51,10 @@ export const security: CorePanel<SecurityData> = {
     // A refusal the answer or the error tells after all says why: a library not followed is no longer the news.
     const told = (c: Check) => c.verdict === 'unseen' && checks.some((o) => o.verdict === 'refused');
     if (checks.some(told)) checks.splice(0, checks.length, ...checks.filter((c) => !told(c)));
-    if (checks.length === 0 && s.who === undefined) return undefined;
+    const who = s.who ?? anonymousWho(s.request.headers);
+    if (checks.length === 0 && who === undefined) return undefined;
     for (const c of checks) c.reason = reasonOf(c);
-    return { ...(s.who === undefined ? {} : { who: s.who }), checks, refused: checks.filter((c) => c.verdict === 'refused' || c.verdict === 'error').length };
+    return { ...(who === undefined ? {} : { who }), checks, refused: checks.filter((c) => c.verdict === 'refused' || c.verdict === 'error').length };
   },
   // The checks it met; for a request that met none, who made it.
   badge: (data) => (data.checks.length > 0 || data.who === undefined ? data.checks.length : (userLabel(data.who) ?? data.who.via)),

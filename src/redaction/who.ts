@@ -55,15 +55,25 @@ function viaStrategy(strategy: string): string {
   return strategy;
 }
 
-/** The Authorization scheme (lower case) and an API key's header name, from the raw header pairs: names only. */
-function credentialsOf(raw: string[]): { scheme?: string; key?: string } {
+/** The Authorization scheme (lower case) and an API key's header name, from a request's headers: names only, never a value. */
+function credentialsOf(headers: Iterable<[string, unknown]>): { scheme?: string; key?: string } {
   const found: { scheme?: string; key?: string } = {};
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i];
-    if (name.length === 13 && name.toLowerCase() === 'authorization') found.scheme = /^([A-Za-z][\w-]{0,19})(?:\s|$)/.exec(String(raw[i + 1]))?.[1]?.toLowerCase();
+  for (const [name, value] of headers) {
+    if (name.length === 13 && name.toLowerCase() === 'authorization') found.scheme = /^([A-Za-z][\w-]{0,19})(?:\s|$)/.exec(String(value))?.[1]?.toLowerCase();
     else if (found.key === undefined && KEY_LENGTHS.has(name.length) && KEY_HEADERS.has(name.toLowerCase())) found.key = name;
   }
   return found;
+}
+
+function* pairsOf(raw: string[]): Generator<[string, string]> {
+  for (let i = 0; i + 1 < raw.length; i += 2) yield [raw[i], raw[i + 1]];
+}
+
+/** How a request that named no one came (an API key's header, a bearer token, basic): read from its stored headers, whose names and schemes stay. */
+export function anonymousWho(headers: Record<string, unknown>): Who | undefined {
+  const { scheme, key } = credentialsOf(Object.entries(headers));
+  if (key !== undefined) return { via: 'API key', key, anonymous: true };
+  return scheme === undefined ? undefined : { via: SCHEMES[scheme] ?? scheme, anonymous: true };
 }
 
 const SCHEMES: Record<string, string> = { bearer: 'bearer token', basic: 'basic', digest: 'digest', apikey: 'API key', token: 'bearer token' };
@@ -113,8 +123,9 @@ function sessionUser(attrs: unknown): Partial<Who> | undefined {
 export function whoOf(c: Captured, keys: string[]): Who | undefined {
   const captured = c.who;
   const session = c.session;
-  const { scheme, key } = credentialsOf(c.rawHeaders);
-  if (captured === undefined && session === undefined && scheme === undefined && key === undefined) return undefined;
+  // A request that names no one and brought no session is told on read, from its headers (see anonymousWho).
+  if (captured === undefined && session === undefined && !c.checks?.some((check) => check.library === 'passport')) return undefined;
+  const { scheme, key } = credentialsOf(pairsOf(c.rawHeaders));
   const passport = lastPassport(c.checks);
   let who: Who | undefined;
   const identified = captured?.identified;
@@ -134,8 +145,6 @@ export function whoOf(c: Captured, keys: string[]): Who | undefined {
   } else {
     const fromSession = sessionUser(session?.left) ?? sessionUser(session?.found);
     if (fromSession !== undefined) who = { ...fromSession, via: 'session', by: session!.library };
-    else if (key !== undefined) who = { via: 'API key', key, anonymous: true };
-    else if (scheme !== undefined) who = { via: SCHEMES[scheme] ?? scheme, anonymous: true };
     else if (session?.found !== undefined) who = { via: 'session', by: session.library, anonymous: true };
     else return undefined;
   }

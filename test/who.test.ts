@@ -1,0 +1,188 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import jwt from 'jsonwebtoken';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readRows, startFixture, tempDb, type FixtureApp } from './helpers.js';
+import { assertMadeAs, matchers } from '../src/testing/index.js';
+
+/**
+ * Who made each request, and what their session held before and after it: real apps that know
+ * their users (passport-local with express-session, connect-flash, cookie-session, express-jwt,
+ * express-oauth2-jwt-bearer), asked as a browser and an API client ask, their profiles read from
+ * the pages, the JSON twins and the SQLite file.
+ */
+const ADA_PASSWORD = `ada-password-${process.pid}`;
+const JWT_KEY = `jwt-key-${process.pid}-of-at-least-thirty-two-characters`;
+const KEY = 'who-key';
+
+describe.each([
+  ['a CommonJS Express 4 app', 'test/fixtures/who/app4.cjs'],
+  ['an ES module Express 5 app', 'test/fixtures/who/app5.mjs'],
+])('%s: who made the request, and their session', (_name, fixture) => {
+  let app: FixtureApp;
+  let database: string;
+  beforeAll(async () => {
+    database = tempDb();
+    app = await startFixture(path.resolve(fixture), [database], { ADA_PASSWORD, JWT_KEY });
+  });
+  afterAll(() => app.stop());
+
+  /** A browser: it keeps the cookies it is given. */
+  function browser() {
+    const jar = new Map<string, string>();
+    return async (method: string, url: string, body?: unknown, headers: Record<string, string> = {}) => {
+      const cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
+      const res = await fetch(app.url + url, { method, headers: { ...headers, ...(cookie ? { cookie } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body: body === undefined ? undefined : JSON.stringify(body) });
+      for (const set of res.headers.getSetCookie()) {
+        const [pair] = set.split(';');
+        const at = pair.indexOf('=');
+        jar.set(pair.slice(0, at), pair.slice(at + 1));
+      }
+      await res.arrayBuffer();
+      return { status: res.status, token: res.headers.get('x-debug-token')!, cookies: jar };
+    };
+  }
+  const profile = async (token: string) => (await fetch(`${app.url}/_profiler/${token}`, { headers: { accept: 'application/json', 'x-profiler-secret': KEY } })).json();
+  const page = async (token: string, panel: string) => (await fetch(`${app.url}/_profiler/${token}?panel=${panel}`, { headers: { 'x-profiler-secret': KEY } })).text();
+
+  it('passport-local with express-session: the next request names the user and how they were known; sign-in regenerates, sign-out destroys', async () => {
+    const send = browser();
+    const login = await send('POST', '/site/login', { username: 'ada', password: ADA_PASSWORD });
+    expect(login.status).toBe(200);
+    const signedIn = await profile(login.token);
+    expect(signedIn.user).toBe('ada');
+    expect(signedIn.collectors.security.who).toEqual({ id: 7, username: 'ada', email: 'ada@example.test', roles: ['admin', 'editor'], via: 'password', by: 'passport local' });
+    expect(signedIn.collectors.request.session).toMatchObject({ library: 'express-session', store: 'MemoryStore', events: ['regenerated', 'saved'], left: { passport: { user: 7 } } });
+
+    const me = await send('GET', '/site/me');
+    expect(me.status).toBe(200);
+    const known = await profile(me.token);
+    expect(known.user).toBe('ada');
+    expect(known.collectors.security.who).toMatchObject({ id: 7, username: 'ada', via: 'session', by: 'passport session' });
+    // Only the fields that name a user: never the password hash the app's user object carries.
+    expect(JSON.stringify(known)).not.toContain('hash-not-shown');
+    const security = await page(me.token, 'security');
+    expect(security).toMatch(/<h3 id="who-title">Who<\/h3>[\s\S]*<strong class="who-name">ada<\/strong>[\s\S]*via session/);
+    const toolbar = await (await fetch(`${app.url}/_wdt/${me.token}`, { headers: { 'x-profiler-secret': KEY } })).text();
+    expect(toolbar.replace(/\s+/g, ' ')).toContain('<span class="wp-wdt-mono">ada</span> <span class="wp-wdt-muted">· session</span>');
+    expect((await matchers.toBeMadeAs.call({}, known, { id: 7, via: 'session' })).pass).toBe(true);
+    expect((await matchers.toBeMadeAs.call({}, known, { username: 'grace' })).pass).toBe(false);
+    await assertMadeAs(known, { username: 'ada' });
+    await expect(assertMadeAs(known, { id: 8 })).rejects.toThrow(/was made by \{"id":7,"username":"ada"[\s\S]*expected \{"id":8\}/);
+
+    const logout = await send('POST', '/site/logout');
+    const out = await profile(logout.token);
+    // passport regenerates as it signs out; the app then destroys the session.
+    expect(out.collectors.request.session.events).toEqual(expect.arrayContaining(['regenerated', 'destroyed']));
+    expect(out.collectors.request.session.left).toBeNull();
+    expect(out.collectors.security.who).toMatchObject({ username: 'ada' });
+    const tab = await page(logout.token, 'request');
+    expect(tab).toMatch(/<span class="badge s-client">destroyed<\/span>/);
+    expect(tab).toContain('Destroyed.');
+
+    // The session's id is stored nowhere.
+    const sid = decodeURIComponent(login.cookies.get('connect.sid') ?? '').replace(/^s:/, '').split('.')[0];
+    expect(sid.length).toBeGreaterThan(20);
+    const file = readFileSync(database).toString('latin1') + readFileSync(`${database}-wal`).toString('latin1');
+    expect(file).not.toContain(sid);
+  });
+
+  it('a cart added to and an item removed: the session before, after and what changed; a secret in it hidden by its name', async () => {
+    const send = browser();
+    await send('POST', '/site/login', { username: 'ada', password: ADA_PASSWORD });
+    await send('POST', '/site/cart/apple');
+    await send('POST', '/site/cart/pear');
+    await send('POST', '/site/coupon');
+    const removed = await send('DELETE', '/site/cart/apple');
+    const session = (await profile(removed.token)).collectors.request.session;
+    expect(session.found).toEqual({ passport: { user: 7 }, cart: { items: ['apple', 'pear'] }, csrfSecret: '[redacted]', coupon: 'WELCOME10' });
+    expect(session.left).toEqual({ passport: { user: 7 }, cart: { items: ['pear'] }, csrfSecret: '[redacted]' });
+    expect(session.changes).toEqual([
+      { key: 'cart', change: 'changed', before: { items: ['apple', 'pear'] }, after: { items: ['pear'] } },
+      { key: 'coupon', change: 'removed', before: 'WELCOME10' },
+    ]);
+    expect(session.events).toEqual(['saved']);
+    const tab = await page(removed.token, 'request');
+    expect(tab).toContain('Session (2 changed)');
+    expect(tab).toMatch(/<td class="key">coupon<\/td><td><span class="badge s-client">removed<\/span>/);
+    expect(readFileSync(database).toString('latin1') + readFileSync(`${database}-wal`).toString('latin1')).not.toContain('csrf-secret-in-the-session');
+
+    // Compare: two requests' sessions side by side.
+    const added = await send('POST', '/site/cart/fig');
+    const compared = await (await fetch(`${app.url}/_profiler/${removed.token}/compare/${added.token}`, { headers: { 'x-profiler-secret': KEY } })).text();
+    expect(compared).toContain('Session, as each request left it');
+    expect(compared).toMatch(/session\.left\.cart <span class="tag warn">differs<\/span>[\s\S]*\{&quot;items&quot;:\[&quot;pear&quot;\]\}[\s\S]*\{&quot;items&quot;:\[&quot;pear&quot;,&quot;fig&quot;\]\}/);
+  });
+
+  it('connect-flash: a flash set on one request and read on the next', async () => {
+    const send = browser();
+    await send('POST', '/site/login', { username: 'ada', password: ADA_PASSWORD });
+    const set = await send('POST', '/site/flash');
+    const read = await send('GET', '/site/flashed');
+    expect((await profile(set.token)).collectors.request.session.flashes).toEqual({ set: [{ type: 'info', message: 'Your order was placed.' }], read: [] });
+    expect((await profile(read.token)).collectors.request.session.flashes).toEqual({ set: [], read: [{ type: 'info', message: 'Your order was placed.' }] });
+    expect(await page(read.token, 'request')).toMatch(/<span class="badge s-redirect">read<\/span><\/td><td class="mono">info<\/td><td>Your order was placed\.<\/td>/);
+  });
+
+  it('cookie-session: the session the cookie brought, as it left, and destroyed', async () => {
+    const send = browser();
+    const first = await send('POST', '/cs/cart/pear');
+    const made = (await profile(first.token)).collectors.request.session;
+    expect(made).toMatchObject({ library: 'cookie-session', left: { cart: ['pear'], userId: 42 }, events: ['created', 'saved'] });
+    expect(made.found).toBeUndefined();
+    const again = await send('GET', '/cs/cart');
+    const kept = await profile(again.token);
+    expect(kept.collectors.request.session).toMatchObject({ found: { cart: ['pear'], userId: 42 }, left: { cart: ['pear'], userId: 42 }, events: [] });
+    expect(kept.collectors.security.who).toEqual({ id: 42, via: 'session', by: 'cookie-session' });
+    const gone = await send('POST', '/cs/logout');
+    expect((await profile(gone.token)).collectors.request.session).toMatchObject({ found: { cart: ['pear'], userId: 42 }, left: null, events: ['destroyed'] });
+  });
+
+  it.each([
+    ['express-jwt', '/api/jwt'],
+    ['express-oauth2-jwt-bearer', '/api/bearer'],
+  ])('%s: the verified token\'s claims, and never the token', async (library, url) => {
+    const token = jwt.sign({ sub: 'user-99', scope: 'read:notes write:notes', email: 'grace@example.test' }, JWT_KEY, { audience: 'notes', issuer: 'https://issuer.test/', expiresIn: 600 });
+    const res = await fetch(app.url + url, { headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    const p = await profile(res.headers.get('x-debug-token')!);
+    expect(p.user).toBe('grace@example.test');
+    expect(p.collectors.security.who).toMatchObject({ id: 'user-99', email: 'grace@example.test', roles: ['read:notes', 'write:notes'], via: 'bearer token', by: library, claims: { sub: 'user-99', iss: 'https://issuer.test/', aud: 'notes', scope: 'read:notes write:notes' } });
+    expect(await page(p.token, 'security')).toContain('Claim <span class="mono">exp</span>');
+    const file = readFileSync(database).toString('latin1') + readFileSync(`${database}-wal`).toString('latin1');
+    expect(file).not.toContain(token.split('.')[2]);
+    expect(file).not.toContain(token.split('.')[1]);
+  });
+
+  it('an API key is named by its header, never its value; a request from no one says nothing', async () => {
+    const keyed = await fetch(`${app.url}/open`, { headers: { 'X-Api-Key': 'live-key-0123456789abcdefghij' } });
+    const p = await profile(keyed.headers.get('x-debug-token')!);
+    expect(p.collectors.security.who).toEqual({ via: 'API key', key: 'x-api-key', anonymous: true });
+    expect(JSON.stringify(p)).not.toContain('live-key-0123456789abcdefghij');
+    const nobody = await fetch(`${app.url}/open`);
+    const q = await profile(nobody.headers.get('x-debug-token')!);
+    expect(q.user).toBeNull();
+    expect(q.collectors.security).toBeUndefined();
+    expect(q.collectors.request.session).toBeUndefined();
+  });
+
+  it('search by user finds exactly that user\'s requests: the list\'s column, the search page and MCP\'s filter', async () => {
+    const ada = browser();
+    await ada('POST', '/site/login', { username: 'ada', password: ADA_PASSWORD });
+    const hers = [(await ada('GET', '/site/me')).token, (await ada('POST', '/site/cart/kiwi')).token];
+    const token = jwt.sign({ sub: 'user-5', email: 'ben@example.test' }, JWT_KEY, { audience: 'notes', issuer: 'https://issuer.test/' });
+    const his = (await fetch(`${app.url}/api/jwt`, { headers: { authorization: `Bearer ${token}` } })).headers.get('x-debug-token')!;
+    const search = async (user: string) => ((await (await fetch(`${app.url}/_profiler/search?user=${encodeURIComponent(user)}&limit=100`, { headers: { accept: 'application/json', 'x-profiler-secret': KEY } })).json()) as { profiles: { token: string; user: string }[] }).profiles;
+    const found = await search('ada');
+    expect(found.length).toBeGreaterThanOrEqual(2);
+    expect(found.every((r) => r.user === 'ada')).toBe(true);
+    expect(found.map((r) => r.token)).toEqual(expect.arrayContaining(hers));
+    expect(found.map((r) => r.token)).not.toContain(his);
+    expect((await search('ben@example.test')).map((r) => r.token)).toEqual([his]);
+    // Stored as the list names them: the row's user column.
+    expect(readRows(database).filter((r) => hers.includes(r.token)).map((r) => (r as { user?: string }).user)).toEqual(['ada', 'ada']);
+    const list = await (await fetch(`${app.url}/_profiler/search?user=ada`, { headers: { 'x-profiler-secret': KEY } })).text();
+    expect(list).toContain('<td class="user"><a href="/_profiler/search?user=ada" title="Only the requests this user made">ada</a></td>');
+    expect(list).not.toContain(his);
+  });
+});
