@@ -1,5 +1,5 @@
 export { webProfiler, type WebProfiler } from './profiler.js';
-export type { ProfilerOptions } from './options.js';
+export type { Identified, ProfilerOptions } from './options.js';
 export type { Collector } from './collectors/collector.js';
 export type { RequestContext } from './recording/context.js';
 export { logger, type Logger } from './recording/logger.js';

@@ -2,8 +2,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import jwt from 'jsonwebtoken';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readRows, startFixture, tempDb, type FixtureApp } from './helpers.js';
+import express from 'express';
+import { listen, readRows, startFixture, tempDb, type FixtureApp, type Running } from './helpers.js';
 import { assertMadeAs, matchers } from '../src/testing/index.js';
+import { dump, webProfiler } from '../src/index.js';
 
 /**
  * Who made each request, and what their session held before and after it: real apps that know
@@ -184,5 +186,76 @@ describe.each([
     const list = await (await fetch(`${app.url}/_profiler/search?user=ada`, { headers: { 'x-profiler-secret': KEY } })).text();
     expect(list).toContain('<td class="user"><a href="/_profiler/search?user=ada" title="Only the requests this user made">ada</a></td>');
     expect(list).not.toContain(his);
+  });
+});
+
+describe('in the app\'s own process', () => {
+  let server: Running;
+  let database: string;
+  let profiler: ReturnType<typeof webProfiler>;
+  const read = { getters: 0, traps: 0 };
+  beforeAll(async () => {
+    database = tempDb();
+    profiler = webProfiler({
+      database,
+      onError: () => {},
+      // An app with a scheme of its own: a signed header names the tenant's user.
+      identify: (req) => (req.get('x-tenant-user') ? { id: Number(req.get('x-tenant-user')), name: 'Tenant user', roles: ['viewer'], via: 'API key', key: 'X-Tenant-Key' } : undefined),
+    });
+    const app = express();
+    app.use(profiler);
+    app.get('/tenant', (req, res) => res.json({ ok: true }));
+    // A user object as ORMs make them: a getter, a Proxy, and fields that must stay out.
+    app.get('/orm', (req, res) => {
+      const user = { id: 11, username: 'orm-user', passwordHash: '$2b$10$abcdefghijklmnopqrstuuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZab', apiToken: 'tok-orm-user-0123456789' };
+      Object.defineProperty(user, 'email', { enumerable: true, get: () => ((read.getters += 1), 'orm@example.test') });
+      (req as { user?: unknown }).user = user;
+      (req as { auth?: unknown }).auth = new Proxy({ sub: 'proxied' }, { get: (t, k) => ((read.traps += 1), Reflect.get(t, k)), getOwnPropertyDescriptor: (t, k) => ((read.traps += 1), Reflect.getOwnPropertyDescriptor(t, k)) });
+      res.json({ ok: true });
+    });
+    app.get('/dumped', (req, res) => {
+      const session = { cart: { items: ['tea'] }, csrfSecret: 'csrf-secret-dumped-0123', userId: 5 };
+      dump({ session });
+      req.log.info('session read', { session });
+      res.json({ ok: true });
+    });
+    server = await listen(app);
+  });
+  afterAll(async () => {
+    await server?.close();
+    profiler?.close();
+  });
+
+  const storedOf = async (res: Response) => {
+    const token = res.headers.get('x-debug-token')!;
+    await res.arrayBuffer();
+    profiler.flush();
+    return readRows(database).find((r) => r.token === token)! as ReturnType<typeof readRows>[number] & { user?: string };
+  };
+
+  it('identify() names who made a request for an app with a scheme of its own', async () => {
+    const row = await storedOf(await fetch(`${server.url}/tenant`, { headers: { 'x-tenant-user': '31' } }));
+    expect(row.user).toBe('Tenant user');
+    expect(row.collectors.security.who).toEqual({ id: 31, name: 'Tenant user', roles: ['viewer'], via: 'API key', by: 'identify()', key: 'X-Tenant-Key' });
+    const nobody = await storedOf(await fetch(`${server.url}/tenant`));
+    expect(nobody.user).toBeNull();
+  });
+
+  it('reads a user object\'s own data fields that name a user, and runs none of its getters or traps', async () => {
+    const row = await storedOf(await fetch(`${server.url}/orm`));
+    expect(row.collectors.security.who).toEqual({ id: 11, username: 'orm-user', via: 'unknown' });
+    expect(read).toEqual({ getters: 0, traps: 0 });
+    const text = JSON.stringify(row);
+    for (const kept of ['abcdefghijklmnopqrstuuvwxyz', 'tok-orm-user', 'orm@example.test', 'proxied']) expect(text).not.toContain(kept);
+  });
+
+  it('a `session` object is a container: a dump and a log line\'s context show its attributes, each redacted by its own name', async () => {
+    const row = await storedOf(await fetch(`${server.url}/dumped`));
+    const line = row.collectors.logs.lines.find((l: { message: string }) => l.message === 'session read');
+    expect(line.context).toEqual({ session: { cart: { items: ['tea'] }, csrfSecret: '[redacted]', userId: 5 } });
+    const dumped = JSON.stringify(row.collectors.dumps.dumps[0].value);
+    expect(dumped).toContain('"tea"');
+    expect(dumped).not.toContain('csrf-secret-dumped');
+    expect(JSON.stringify(row)).not.toContain('csrf-secret-dumped');
   });
 });
