@@ -300,24 +300,28 @@ async function mailPanel() {
 const started = Date.now();
 const results = { machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`, date: new Date().toISOString() };
 process.stdout.write('overhead, hello route…\n');
-results.hello = await overhead('hello', quick ? 1 : 5, scale(30_000));
-process.stdout.write('overhead, hello route, Express 4…\n');
-results.hello4 = await overhead('hello', quick ? 1 : 5, scale(30_000), undefined, { BENCH_EXPRESS: '4' });
-process.stdout.write('overhead, hello route, with the heapAndGc option…\n');
-results.helloHeap = await overhead('hello', quick ? 1 : 5, scale(30_000), undefined, { BENCH_HEAP_GC: '1' });
-process.stdout.write('overhead, realistic route…\n');
-results.realistic = await overhead('realistic', quick ? 1 : 5, scale(20_000));
-process.stdout.write('overhead, three queries and a fetch…\n');
-results.inside = await overhead('inside', quick ? 1 : 5, scale(20_000));
-process.stdout.write('per query and per call…\n');
-results.perOperation = await perOperation(quick ? 5 : 25);
-process.stdout.write('the host app while a 500-message mail panel loads…\n');
-results.mailPanel = await mailPanel();
-process.stdout.write('memory…\n');
-results.memory = await memory(scale(100_000));
-process.stdout.write('retention…\n');
-results.retention = await retention(quick ? 1_000 : 10_000, scale(30_000));
-process.stdout.write('pages with 100,000 stored profiles…\n');
+// BENCH_ONLY=pages: the pages over 100,000 stored profiles only (SQLite and PostgreSQL), a few minutes.
+const pagesOnly = process.env.BENCH_ONLY === 'pages';
+if (!pagesOnly) {
+  results.hello = await overhead('hello', quick ? 1 : 5, scale(30_000));
+  process.stdout.write('overhead, hello route, Express 4…\n');
+  results.hello4 = await overhead('hello', quick ? 1 : 5, scale(30_000), undefined, { BENCH_EXPRESS: '4' });
+  process.stdout.write('overhead, hello route, with the heapAndGc option…\n');
+  results.helloHeap = await overhead('hello', quick ? 1 : 5, scale(30_000), undefined, { BENCH_HEAP_GC: '1' });
+  process.stdout.write('overhead, realistic route…\n');
+  results.realistic = await overhead('realistic', quick ? 1 : 5, scale(20_000));
+  process.stdout.write('overhead, three queries and a fetch…\n');
+  results.inside = await overhead('inside', quick ? 1 : 5, scale(20_000));
+  process.stdout.write('per query and per call…\n');
+  results.perOperation = await perOperation(quick ? 5 : 25);
+  process.stdout.write('the host app while a 500-message mail panel loads…\n');
+  results.mailPanel = await mailPanel();
+  process.stdout.write('memory…\n');
+  results.memory = await memory(scale(100_000));
+  process.stdout.write('retention…\n');
+  results.retention = await retention(quick ? 1_000 : 10_000, scale(30_000));
+  process.stdout.write('pages with 100,000 stored profiles…\n');
+}
 results.ui = await ui(scale(100_000));
 // The shared store: the same measures against Debian's PostgreSQL, started for the run.
 const pg = await startPostgres();
@@ -327,7 +331,7 @@ if (typeof pg === 'string') {
 } else {
   try {
     process.stdout.write('PostgreSQL store: overhead, hello route…\n');
-    const hello = await overhead('hello', quick ? 1 : 5, scale(30_000), pg);
+    const hello = pagesOnly ? undefined : await overhead('hello', quick ? 1 : 5, scale(30_000), pg);
     process.stdout.write('PostgreSQL store: pages with 100,000 stored profiles…\n');
     results.pg = { hello, ui: await ui(scale(100_000), pg) };
   } finally {
@@ -337,7 +341,22 @@ if (typeof pg === 'string') {
 results.seconds = Math.round((Date.now() - started) / 1000);
 
 const MiB = (b) => `${round(b / 2 ** 20, 1)} MiB`;
-const rows = [
+const pageRows = () => [
+  ['List page, 100k profiles: median / p95', `${results.ui.list.median} / ${results.ui.list.p95} ms`, '', '< 50 ms'],
+  ['Search by URL substring: median / p95', `${results.ui.search.median} / ${results.ui.search.p95} ms`, '', '< 50 ms'],
+  ['Search by user (one of 40 users, 833 of the 100k theirs): median / p95', `${results.ui.searchUser.median} / ${results.ui.searchUser.p95} ms`, '', '< 50 ms'],
+  ['Profile page: median / p95 / p99', `${results.ui.profile.median} / ${results.ui.profile.p95} / ${results.ui.profile.p99} ms`, '', '< 20 ms'],
+  ['Debug 404 page: median / p95', `${results.ui.notFoundPage.median} / ${results.ui.notFoundPage.p95} ms`, '', '< 2 ms'],
+  ['Debug exception page, 3 causes: median / p95', `${results.ui.exceptionPage.median} / ${results.ui.exceptionPage.p95} ms`, '', '< 5 ms'],
+  ...(results.pg.missing ? [['PostgreSQL store', 'not measured', results.pg.missing, '']] : [
+    ['Writing a profile (batches of 1000): SQLite / PostgreSQL', `${results.ui.writeUs} / ${results.pg.ui.writeUs} µs`, '', ''],
+    ['PostgreSQL list page, 100k profiles: median / p95', `${results.pg.ui.list.median} / ${results.pg.ui.list.p95} ms`, `SQLite ${results.ui.list.median}`, '< 50 ms'],
+    ['PostgreSQL search by URL substring: median / p95', `${results.pg.ui.search.median} / ${results.pg.ui.search.p95} ms`, `SQLite ${results.ui.search.median}`, '< 50 ms'],
+    ['PostgreSQL search by user: median / p95', `${results.pg.ui.searchUser.median} / ${results.pg.ui.searchUser.p95} ms`, `SQLite ${results.ui.searchUser.median}`, '< 50 ms'],
+    ['PostgreSQL profile page: median / p95 / p99', `${results.pg.ui.profile.median} / ${results.pg.ui.profile.p95} / ${results.pg.ui.profile.p99} ms`, `SQLite ${results.ui.profile.median}`, '< 20 ms'],
+  ]),
+];
+const rows = pagesOnly ? pageRows() : [
   ['Throughput, hello: bare / recorded', `${results.hello.bareRps} / ${results.hello.recordedRps} req/s`, `ratio ${results.hello.ratio}`, '≥ 0.90'],
   ['p99 latency, hello: bare / recorded', `${results.hello.bareP99} / ${results.hello.recordedP99} ms`, '', ''],
   ['Whole-process CPU per request, hello: bare / recorded', `${results.hello.bareCpuUs} / ${results.hello.recordedCpuUs} µs`, `× ${round(results.hello.recordedCpuUs / results.hello.bareCpuUs)}`, '≤ 1.3 ×'],
@@ -364,20 +383,10 @@ const rows = [
   ['Host /hello while a 500-message mail panel and its previews load: median / p95 / max, idle median', `${results.mailPanel.during.median} / ${results.mailPanel.during.p95} / ${results.mailPanel.during.max} ms, idle ${results.mailPanel.idle.median} ms`, `page and previews ${results.mailPanel.pageMs} ms`, ''],
   ['Completeness, hello: answered / stored (distinct)', `${results.hello.answered} / ${results.hello.stored} (${results.hello.distinct})`, results.hello.answered === results.hello.distinct ? 'none lost' : 'MISMATCH', '0 lost'],
   ['Completeness, realistic: answered / stored (distinct)', `${results.realistic.answered} / ${results.realistic.stored} (${results.realistic.distinct})`, results.realistic.answered === results.realistic.distinct ? 'none lost' : 'MISMATCH', '0 lost'],
-  ['List page, 100k profiles: median / p95', `${results.ui.list.median} / ${results.ui.list.p95} ms`, '', '< 50 ms'],
-  ['Search by URL substring: median / p95', `${results.ui.search.median} / ${results.ui.search.p95} ms`, '', '< 50 ms'],
-  ['Search by user (one of 40 users, 833 of the 100k theirs): median / p95', `${results.ui.searchUser.median} / ${results.ui.searchUser.p95} ms`, '', '< 50 ms'],
-  ['Profile page: median / p95 / p99', `${results.ui.profile.median} / ${results.ui.profile.p95} / ${results.ui.profile.p99} ms`, '', '< 20 ms'],
-  ['Debug 404 page: median / p95', `${results.ui.notFoundPage.median} / ${results.ui.notFoundPage.p95} ms`, '', '< 2 ms'],
-  ['Debug exception page, 3 causes: median / p95', `${results.ui.exceptionPage.median} / ${results.ui.exceptionPage.p95} ms`, '', '< 5 ms'],
-  ...(results.pg.missing ? [['PostgreSQL store', 'not measured', results.pg.missing, '']] : [
+  ...pageRows(),
+  ...(results.pg.missing ? [] : [
     ['PostgreSQL store, hello: bare / recorded', `${results.pg.hello.bareRps} / ${results.pg.hello.recordedRps} req/s`, `ratio ${results.pg.hello.ratio}`, `SQLite ${results.hello.ratio}`],
     ['PostgreSQL store, completeness: answered / stored', `${results.pg.hello.answered} / ${results.pg.hello.stored}`, results.pg.hello.answered === results.pg.hello.stored ? 'none lost' : 'MISMATCH', '0 lost'],
-    ['Writing a profile (batches of 1000): SQLite / PostgreSQL', `${results.ui.writeUs} / ${results.pg.ui.writeUs} µs`, '', ''],
-    ['PostgreSQL list page, 100k profiles: median / p95', `${results.pg.ui.list.median} / ${results.pg.ui.list.p95} ms`, `SQLite ${results.ui.list.median}`, '< 50 ms'],
-    ['PostgreSQL search by URL substring: median / p95', `${results.pg.ui.search.median} / ${results.pg.ui.search.p95} ms`, `SQLite ${results.ui.search.median}`, '< 50 ms'],
-    ['PostgreSQL search by user: median / p95', `${results.pg.ui.searchUser.median} / ${results.pg.ui.searchUser.p95} ms`, `SQLite ${results.ui.searchUser.median}`, '< 50 ms'],
-    ['PostgreSQL profile page: median / p95 / p99', `${results.pg.ui.profile.median} / ${results.pg.ui.profile.p95} / ${results.pg.ui.profile.p99} ms`, `SQLite ${results.ui.profile.median}`, '< 20 ms'],
   ]),
   ['Bytes per profile: hello / realistic', `${results.hello.bytesPerProfile} / ${results.realistic.bytesPerProfile} B`, '', ''],
   [`Retention cap ${results.retention.cap} after ${results.retention.requests} requests`, `${results.retention.kept} kept, file ${MiB(results.retention.fileBytes)}`, '', `≤ ${results.retention.cap}`],

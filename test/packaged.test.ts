@@ -228,6 +228,13 @@ describe('a NestJS 11 app compiled by tsc, with app.use(webProfiler()) in main.t
     expect(lines('boom')).toContainEqual(['error', 'nest', 'ExceptionsHandler', 'the articles table is gone']);
   });
 
+  it('a guard\'s req.user names who made the request, and how they were known', () => {
+    expect(out.authorized.status).toBe(200);
+    expect(out.authorized.security.who).toEqual({ id: 3, username: 'nest-writer', roles: ['writer'], via: 'bearer token' });
+    expect(JSON.stringify(out.authorized)).not.toContain('not-to-be-kept');
+    expect(out.unauthorized.security?.who).toBeUndefined();
+  });
+
   it('a statement with no line of the app\'s anywhere on its stack or the response\'s is given the route handler\'s name, marked as such', () => {
     expect(out.count.status).toBe(200);
     expect(out.count.db.queries).toMatchObject([{ sql: 'SELECT 1 AS n', caller: 'ArticlesController.count', callerFrom: 'handler' }]);

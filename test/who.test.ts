@@ -104,10 +104,18 @@ describe.each([
       { key: 'coupon', change: 'removed', before: 'WELCOME10' },
     ]);
     expect(session.events).toEqual(['saved']);
+    // A user record kept in the session: its hash and salt are never stored.
+    const remembered = (await profile((await send('POST', '/site/remember')).token)).collectors.request.session.left.account;
+    expect(remembered).toEqual({ username: 'ada', hash: '[redacted]', salt: '[redacted]' });
+    // reload() reads the store again: the request found what it brought, not what it saved.
+    const reloaded = (await profile((await send('POST', '/site/reload')).token)).collectors.request.session;
+    expect(reloaded.found.seen).toBeUndefined();
+    expect(reloaded.changes).toContainEqual({ key: 'seen', change: 'added', after: 1 });
     const tab = await page(removed.token, 'request');
     expect(tab).toContain('Session (2 changed)');
     expect(tab).toMatch(/<td class="key">coupon<\/td><td><span class="badge s-client">removed<\/span>/);
-    expect(readFileSync(database).toString('latin1') + readFileSync(`${database}-wal`).toString('latin1')).not.toContain('csrf-secret-in-the-session');
+    const file = readFileSync(database).toString('latin1') + readFileSync(`${database}-wal`).toString('latin1');
+    for (const secret of ['csrf-secret-in-the-session', 'a1b2c3d4e5f6a7b8c9d0', 'f0e1d2c3b4a59687']) expect(file).not.toContain(secret);
 
     // Compare: two requests' sessions side by side.
     const added = await send('POST', '/site/cart/fig');
@@ -136,6 +144,10 @@ describe.each([
     const kept = await profile(again.token);
     expect(kept.collectors.request.session).toMatchObject({ found: { cart: ['pear'], userId: 42 }, left: { cart: ['pear'], userId: 42 }, events: [] });
     expect(kept.collectors.security.who).toEqual({ id: 42, via: 'session', by: 'cookie-session' });
+    // Replaced whole: what the cookie brought is still what it found.
+    const reset = await send('POST', '/cs/reset');
+    expect((await profile(reset.token)).collectors.request.session).toMatchObject({ found: { cart: ['pear'], userId: 42 }, left: { cart: [] }, events: ['saved'] });
+    await send('POST', '/cs/cart/pear');
     const gone = await send('POST', '/cs/logout');
     expect((await profile(gone.token)).collectors.request.session).toMatchObject({ found: { cart: ['pear'], userId: 42 }, left: null, events: ['destroyed'] });
   });
@@ -166,6 +178,10 @@ describe.each([
     expect(q.user).toBeNull();
     expect(q.collectors.security).toBeUndefined();
     expect(q.collectors.request.session).toBeUndefined();
+    // express-session makes a session for a visitor who brought none; unsaved (saveUninitialized: false), it is no one's.
+    const stranger = await fetch(`${app.url}/site/me`);
+    expect(stranger.status).toBe(401);
+    expect((await profile(stranger.headers.get('x-debug-token')!)).collectors.request.session).toBeUndefined();
   });
 
   it('search by user finds exactly that user\'s requests: the list\'s column, the search page and MCP\'s filter', async () => {
@@ -188,6 +204,14 @@ describe.each([
     expect(list).not.toContain(his);
   });
 });
+
+/** What bson's ObjectId offers of itself: its hex by a method of its class. */
+class ObjectIdLike {
+  constructor(private readonly hex: string) {}
+  toHexString() {
+    return this.hex;
+  }
+}
 
 describe('in the app\'s own process', () => {
   let server: Running;
@@ -213,8 +237,15 @@ describe('in the app\'s own process', () => {
       (req as { auth?: unknown }).auth = new Proxy({ sub: 'proxied' }, { get: (t, k) => ((read.traps += 1), Reflect.get(t, k)), getOwnPropertyDescriptor: (t, k) => ((read.traps += 1), Reflect.getOwnPropertyDescriptor(t, k)) });
       res.json({ ok: true });
     });
+    // A Mongoose document: its fields are under _doc; roles an app made a Proxy that throws.
+    app.get('/document', (req, res) => {
+      const roles = new Proxy(['reader'], { get: () => { throw new Error('roles are not to be read'); } });
+      (req as { user?: unknown }).user = { _doc: { _id: new ObjectIdLike('65a1b2c3d4e5f6a7b8c9d0e1'), username: 'mongo-user', hash: 'deadbeef'.repeat(8) }, roles };
+      res.json({ ok: true });
+    });
     app.get('/dumped', (req, res) => {
-      const session = { cart: { items: ['tea'] }, csrfSecret: 'csrf-secret-dumped-0123', userId: 5 };
+      // Lucia's validateSession() gives { user, session }: the session's id is its token.
+      const session = { id: 'lucia-session-token-0123456789', cart: { items: ['tea'] }, csrfSecret: 'csrf-secret-dumped-0123', userId: 5 };
       dump({ session });
       req.log.info('session read', { session });
       res.json({ ok: true });
@@ -252,10 +283,19 @@ describe('in the app\'s own process', () => {
   it('a `session` object is a container: a dump and a log line\'s context show its attributes, each redacted by its own name', async () => {
     const row = await storedOf(await fetch(`${server.url}/dumped`));
     const line = row.collectors.logs.lines.find((l: { message: string }) => l.message === 'session read');
-    expect(line.context).toEqual({ session: { cart: { items: ['tea'] }, csrfSecret: '[redacted]', userId: 5 } });
+    expect(line.context).toEqual({ session: { id: '[redacted]', cart: { items: ['tea'] }, csrfSecret: '[redacted]', userId: 5 } });
     const dumped = JSON.stringify(row.collectors.dumps.dumps[0].value);
     expect(dumped).toContain('"tea"');
     expect(dumped).not.toContain('csrf-secret-dumped');
     expect(JSON.stringify(row)).not.toContain('csrf-secret-dumped');
+    expect(JSON.stringify(row)).not.toContain('lucia-session-token');
+  });
+
+  it('a Mongoose document is named by its data; a Proxy of the app\'s is left unread, and costs nothing else of the profile', async () => {
+    const res = await fetch(`${server.url}/document`);
+    expect(res.status).toBe(200);
+    const row = await storedOf(res);
+    expect(row.collectors.security.who).toEqual({ id: '65a1b2c3d4e5f6a7b8c9d0e1', username: 'mongo-user', via: 'unknown' });
+    expect(JSON.stringify(row)).not.toContain('deadbeef');
   });
 });

@@ -37,7 +37,8 @@ export const expressSession: DriverAdapter = {
     if (typeof create !== 'function') return;
     Store.prototype.createSession = function createSession(this: unknown, req: unknown, sess: unknown) {
       const state = sessionNoted(req);
-      if (state !== undefined) {
+      // reload() gives the store's copy again: the request found the first.
+      if (state !== undefined && state.found === undefined) {
         const found = dataOnly(sess, FOUND_BUDGET);
         state.found = found.value;
         if (found.cut) state.cut = true;

@@ -188,15 +188,24 @@ export function capture(ctx: RequestContext, own: Collector[], options: Resolved
     const failed = collectEach(own, (collector) => collector.collect(ctx, options), c.extra, tell);
     if (failed) c.extraErrors = failed;
   }
-  const who = whoOf(req, options.identify, tell);
-  if (who !== undefined) {
-    c.who = who;
-    size += 512;
+  // Read off the app's objects: what cannot be read costs itself, never the profile.
+  try {
+    const who = whoOf(req, options.identify, tell);
+    if (who !== undefined) {
+      c.who = who;
+      size += 256 + JSON.stringify(who).length;
+    }
+  } catch {
+    tell('who made a request could not be read off it');
   }
-  const session = captureSession(ctx, req, res, limit);
-  if (session !== undefined) {
-    c.session = session.session;
-    size += session.size;
+  try {
+    const session = captureSession(ctx, req, res, limit);
+    if (session !== undefined) {
+      c.session = session.session;
+      size += session.size;
+    }
+  } catch {
+    tell("a request's session could not be read");
   }
   // A refusal the app answered itself, in an app whose zod cannot be followed: say how to follow it.
   const unseen = unseenRefusal(c.status, c.checks);

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { contextOf, type RequestContext } from './context.js';
 import { dataOnly } from './plain.js';
@@ -76,8 +76,8 @@ export function captureSession(ctx: RequestContext, req: IncomingMessage, res: S
     } catch {
       return undefined;
     }
-    // What the cookie held, as cookie-session decoded it (its context keeps the cookie's text); a session set to null has no context left: its cookie, as sent.
-    const encoded = sess === null ? sentCookie(req) : ownValue(ownValue(sess, '_ctx'), '_val');
+    // What the cookie held, as cookie-session decoded it (its context keeps the cookie's text); a session the app set to null or replaced has none left: its cookie as sent, where its signature holds.
+    const encoded = ownValue(ownValue(sess, '_ctx'), '_val') ?? sentCookie(req);
     const found = typeof encoded === 'string' ? decoded(encoded) : undefined;
     const left = sess === null || sess === undefined ? null : copy(sess);
     const events: SessionEvent[] = [];
@@ -90,7 +90,11 @@ export function captureSession(ctx: RequestContext, req: IncomingMessage, res: S
     cut ||= state?.cut === true;
     // A followed session the store did not give was made for this request (a new visitor; regenerate's new one says regenerated).
     const followed = held !== undefined && typeof held.value === 'object' && held.value !== null && followedSessions.has(Object.getPrototypeOf(held.value) as object);
-    if (followed && state?.found === undefined && !events.includes('regenerated')) events.unshift('created');
+    if (followed && state?.found === undefined && !events.includes('regenerated')) {
+      // It is the visitor's once saved: unsaved (saveUninitialized: false, nothing set) it sent no cookie and is gone.
+      if (!events.includes('saved')) return undefined;
+      events.unshift('created');
+    }
     const store = ownValue(req, 'sessionStore');
     const name = store === undefined ? undefined : (Object.getPrototypeOf(store) as { constructor?: { name?: unknown } } | null)?.constructor?.name;
     session = {
@@ -106,17 +110,34 @@ export function captureSession(ctx: RequestContext, req: IncomingMessage, res: S
   return { session, size };
 }
 
-/** cookie-session's cookie as the client sent it, by the name its options give (they are the middleware's, inherited: read as data). */
+/**
+ * cookie-session's cookie as the client sent it, by the name its options give (the middleware's,
+ * inherited: read as data), and only where its signature holds for one of the options' keys, as
+ * cookie-session checks it (keygrip: HMAC-SHA1 of `name=value`, base64url): a forged cookie is
+ * not shown as the session the request brought.
+ */
 function sentCookie(req: IncomingMessage): string | undefined {
   const options = ownValue(req, 'sessionOptions');
-  const name = ownValue(options, 'name') ?? ownValue(options === undefined ? undefined : Object.getPrototypeOf(options), 'name') ?? 'session';
+  const inherited = options === undefined ? undefined : Object.getPrototypeOf(options);
+  const option = (key: string) => ownValue(options, key) ?? ownValue(inherited, key);
+  const name = option('name') ?? 'session';
   const header = req.headers.cookie;
   if (typeof name !== 'string' || typeof header !== 'string') return undefined;
-  for (const pair of header.split(';')) {
-    const at = pair.indexOf('=');
-    if (at > 0 && pair.slice(0, at).trim() === name) return pair.slice(at + 1).trim();
-  }
-  return undefined;
+  const sent = (cookie: string) => {
+    for (const pair of header.split(';')) {
+      const at = pair.indexOf('=');
+      if (at > 0 && pair.slice(0, at).trim() === cookie) return pair.slice(at + 1).trim();
+    }
+    return undefined;
+  };
+  const value = sent(name);
+  if (value === undefined || option('signed') === false) return value;
+  const signature = sent(`${name}.sig`);
+  const secret = option('secret');
+  const keys = option('keys') ?? (secret === undefined ? undefined : [secret]);
+  if (signature === undefined || !Array.isArray(keys)) return undefined;
+  const signs = (key: unknown) => typeof key === 'string' && createHmac('sha1', key).update(`${name}=${value}`).digest('base64url') === signature;
+  return keys.some(signs) ? value : undefined;
 }
 
 function decoded(text: string): unknown {

@@ -37,13 +37,19 @@ function shown(value: unknown): unknown {
   if (typeof value === 'string') return value.length > 200 ? `${value.slice(0, 200)}…` : value;
   if (typeof value === 'number' || typeof value === 'boolean') return value;
   if (typeof value === 'bigint') return String(value);
-  if (Array.isArray(value)) return value.slice(0, 20).map(shown).filter((v) => v !== undefined && typeof v !== 'object');
-  if (typeof value === 'object' && !isProxy(value)) {
-    // An ObjectId's own hex text: its toString() is its library's, read off its prototype.
-    const text = Object.getPrototypeOf(value)?.toHexString;
-    return typeof text === 'function' ? safe(() => String(text.call(value))) : undefined;
+  if (typeof value !== 'object' || isProxy(value)) return undefined;
+  if (Array.isArray(value)) {
+    // Its first items, each read as data: no accessor element, no species or iterator of the app's.
+    const items: unknown[] = [];
+    for (let i = 0; i < 20; i++) {
+      const item = shown(Object.getOwnPropertyDescriptor(value, i)?.value);
+      if (item !== undefined && typeof item !== 'object') items.push(item);
+    }
+    return items;
   }
-  return undefined;
+  // An ObjectId's hex text, by the method its class defines (bson's), never a getter.
+  const text = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(value) ?? {}, 'toHexString')?.value;
+  return typeof text === 'function' ? safe(() => String(text.call(value))) : undefined;
 }
 
 const safe = <T>(fn: () => T): T | undefined => {
@@ -54,8 +60,13 @@ const safe = <T>(fn: () => T): T | undefined => {
   }
 };
 
-/** Who a user object is, without what else it carries (a password hash, tokens): the fields that name one. */
-export const namesOf = (user: unknown): Record<string, unknown> | undefined => picked(user, NAMING);
+/**
+ * Who a user object is, without what else it carries (a password hash, tokens): the fields that
+ * name one; an ORM's record by the fields it keeps as data (a Mongoose document's `_doc`, a
+ * Sequelize instance's `dataValues`).
+ */
+export const namesOf = (user: unknown): Record<string, unknown> | undefined =>
+  picked(user, NAMING) ?? picked(ownValue(user, '_doc'), NAMING) ?? picked(ownValue(user, 'dataValues'), NAMING);
 
 /** A user as a check keeps it: an object by the fields that name it, an id as it is. */
 export const userNamed = (user: unknown): unknown => (typeof user === 'object' && user !== null ? (namesOf(user) ?? {}) : user);
@@ -80,7 +91,8 @@ export function whoOf(req: Request, identify: ((req: Request) => Identified | un
   const property = ownValue(req, '_userProperty');
   const user = ownValue(req, typeof property === 'string' ? property : 'user');
   if (user !== undefined && user !== null && user !== false) {
-    const named = typeof user === 'object' ? namesOf(user) : { id: shown(user) };
+    const id = typeof user === 'object' ? undefined : shown(user);
+    const named = typeof user === 'object' ? namesOf(user) : id === undefined ? undefined : { id };
     if (named !== undefined) who = { user: named };
   }
   const auth = ownValue(req, 'auth');
@@ -104,7 +116,7 @@ export function whoOf(req: Request, identify: ((req: Request) => Identified | un
         if (identified !== undefined) (who ??= {}).identified = identified;
       }
     } catch (err) {
-      tell(`identify() threw: ${(err as Error)?.message ?? err}`);
+      tell(`identify() threw: ${safe(() => String((err as Error)?.message ?? err)) ?? 'an error that cannot be read'}`);
     }
   }
   return who;

@@ -1,7 +1,7 @@
 import type { Dump } from '../recording/dump.js';
 import type { ValueNode } from '../recording/snapshot-value.js';
 import { hide, REDACTED } from './hidden.js';
-import { isContainer, isSecretKey, redactText } from './redact.js';
+import { isContainer, isSecretKey, isSessionId, redactText } from './redact.js';
 
 /**
  * Dumps as stored: every text under a key named like a secret hidden (a Map's key too), any
@@ -12,7 +12,7 @@ export function redactDumps(dumps: Dump[], keys: string[]): Dump[] {
   return dumps.map((d) => ({ ...d, label: d.label === undefined ? undefined : redactText(d.label, keys), value: redactNode(d.value, keys, false) }));
 }
 
-function redactNode(node: ValueNode, keys: string[], secret: boolean): ValueNode {
+function redactNode(node: ValueNode, keys: string[], secret: boolean, session = false): ValueNode {
   switch (node.k) {
     case 'string': {
       if (secret && node.v !== '') return { k: 'string', v: hide(node.v), n: REDACTED.length };
@@ -29,9 +29,10 @@ function redactNode(node: ValueNode, keys: string[], secret: boolean): ValueNode
         ...(node.stack === undefined ? {} : { stack: redactText(node.stack, keys) }),
         e: node.e.map(([key, value]) => {
           const name = typeof key === 'string' ? (node.k === 'object' || node.k === 'error' ? key : '') : key.k === 'string' ? key.v : '';
-          // A `session` object holds attributes, each redacted by its own name (see isContainer).
-          const under = secret || (name !== '' && isSecretKey(name, keys) && !(value.k === 'object' && isContainer(name, {})));
-          return [typeof key === 'string' ? key : redactNode(key, keys, false), redactNode(value, keys, under)];
+          // A `session` object holds attributes, each redacted by its own name, its id hidden (see isContainer).
+          const contained = value.k === 'object' && name !== '' && isContainer(name, {});
+          const under = secret || (name !== '' && isSecretKey(name, keys) && !contained) || (session && name !== '' && isSessionId(name));
+          return [typeof key === 'string' ? key : redactNode(key, keys, false), redactNode(value, keys, under, contained)];
         }),
       };
     default:

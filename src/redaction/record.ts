@@ -246,9 +246,10 @@ function redactedRecord(c: Captured, options: RecordOptions): { summary: RecordS
     trail: roundTimes(c.trail),
     ...work,
     trace: c.trace,
-    who,
-    session: c.session && part('request', () => storedSession(c.session!, keys), undefined),
   };
+  // Most requests name no one and hold no session: their records carry neither key.
+  if (who !== undefined) record.who = who;
+  if (c.session !== undefined) record.session = part('request', () => storedSession(c.session!, keys), undefined);
   return { summary, record: withFailed(record, failed) };
 }
 

@@ -87,6 +87,10 @@ function endsSequence(words: string[], i: number, key: string): boolean {
 export const isContainer = (key: string, value: unknown): boolean =>
   value !== null && typeof value === 'object' && !Array.isArray(value) && !ArrayBuffer.isView(value) && key.length === 7 && key.toLowerCase() === 'session';
 
+/** A session container's own names that are its id, the key to it (Lucia's `session.id`): hidden as a secret's value. */
+export const isSessionId = (key: string): boolean => SESSION_IDS.has(key.toLowerCase());
+const SESSION_IDS = new Set(['id', '_id', 'sid', 'key', 'value', 'sessionid']);
+
 /** Keys shorter than this are matched as whole words only: `auth` is not in `author`. */
 const WHOLE_WORD_BELOW = 5;
 
@@ -129,7 +133,7 @@ const MAX_NODES = 200_000;
 export function redactValue(value: unknown, keys: string[]): unknown {
   let nodes = 0;
   const ancestors: object[] = [];
-  const walk = (v: unknown, secret: boolean): unknown => {
+  const walk = (v: unknown, secret: boolean, session = false): unknown => {
     if (typeof v === 'string') return secret ? (v === '' || EMAIL.test(v) ? v : hide(v)) : redactText(v, keys);
     if (v === null || typeof v !== 'object') return v;
     if (++nodes > MAX_NODES) return '[too large]';
@@ -144,7 +148,9 @@ export function redactValue(value: unknown, keys: string[]): unknown {
       const field = secret ? false : secretField(v as Record<string, unknown>, keys);
       for (const k of Object.keys(v)) {
         const inner = (v as Record<string, unknown>)[k];
-        setOwn(out, k, walk(fed !== undefined && k === 'variables' ? withoutFed(inner, fed) : inner, secret || (isSecretKey(k, keys) && !isContainer(k, inner)) || (field && k === 'value')));
+        const contained = isContainer(k, inner);
+        const hidden = secret || (isSecretKey(k, keys) && !contained) || (field && k === 'value') || (session && isSessionId(k));
+        setOwn(out, k, walk(fed !== undefined && k === 'variables' ? withoutFed(inner, fed) : inner, hidden, contained));
       }
       return out;
     } finally {

@@ -179,7 +179,21 @@ export function storedSession(s: CapturedSession, keys: string[]): StoredSession
 function attributesOf(given: unknown, keys: string[]): { attributes: Record<string, unknown>; cookie?: Record<string, unknown> } | undefined {
   if (given === null || given === undefined || typeof given !== 'object' || Array.isArray(given)) return undefined;
   const { cookie, ...attributes } = given as Record<string, unknown>;
-  return { attributes: redactValue(attributes, keys) as Record<string, unknown>, cookie: cookieSettings(cookie) };
+  return { attributes: redactValue(attributes, sessionKeys(keys)) as Record<string, unknown>, cookie: cookieSettings(cookie) };
+}
+
+/**
+ * What a session holds secrets under besides the secret names of any value: a user record kept
+ * whole (passport-local-mongoose's `hash` and `salt`), an OAuth flow's `nonce` and code `verifier`.
+ */
+const SESSION_KEYS = ['hash', 'salt', 'nonce', 'verifier'];
+const withSessionKeys = new WeakMap<string[], string[]>();
+
+/** The key list with SESSION_KEYS, the same array for the same list (redaction remembers its answers by the list). */
+function sessionKeys(keys: string[]): string[] {
+  let extended = withSessionKeys.get(keys);
+  if (extended === undefined) withSessionKeys.set(keys, (extended = [...keys, ...SESSION_KEYS]));
+  return extended;
 }
 
 /** express-session's cookie as its Cookie holds it (`_expires`) or as a store gave it (`expires`): its settings, never a value. */
