@@ -53,7 +53,7 @@ describe.skipIf(!CHROMIUM || !url)('a shared store, in chromium', () => {
       await page.reload();
       await page.locator(`tr[data-token="${ta}"] a`, { hasText: 'web-a' }).click();
       await page.waitForURL(/instance=web-a/);
-      const instances = await page.locator('tbody tr td:nth-child(6)').allTextContents();
+      const instances = await page.locator('tbody tr td:nth-child(7)').allTextContents();
       expect(instances.length).toBeGreaterThan(0);
       expect(new Set(instances.map((t) => t.trim()))).toEqual(new Set(['web-a']));
 
