@@ -299,10 +299,10 @@ async function mailPanel() {
 
 const started = Date.now();
 const results = { machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`, date: new Date().toISOString() };
-process.stdout.write('overhead, hello route…\n');
 // BENCH_ONLY=pages: the pages over 100,000 stored profiles only (SQLite and PostgreSQL), a few minutes.
 const pagesOnly = process.env.BENCH_ONLY === 'pages';
 if (!pagesOnly) {
+  process.stdout.write('overhead, hello route…\n');
   results.hello = await overhead('hello', quick ? 1 : 5, scale(30_000));
   process.stdout.write('overhead, hello route, Express 4…\n');
   results.hello4 = await overhead('hello', quick ? 1 : 5, scale(30_000), undefined, { BENCH_EXPRESS: '4' });
@@ -320,8 +320,8 @@ if (!pagesOnly) {
   results.memory = await memory(scale(100_000));
   process.stdout.write('retention…\n');
   results.retention = await retention(quick ? 1_000 : 10_000, scale(30_000));
-  process.stdout.write('pages with 100,000 stored profiles…\n');
 }
+process.stdout.write('pages with 100,000 stored profiles…\n');
 results.ui = await ui(scale(100_000));
 // The shared store: the same measures against Debian's PostgreSQL, started for the run.
 const pg = await startPostgres();
@@ -330,7 +330,7 @@ if (typeof pg === 'string') {
   process.stdout.write(`PostgreSQL store not measured: ${pg}\n`);
 } else {
   try {
-    process.stdout.write('PostgreSQL store: overhead, hello route…\n');
+    if (!pagesOnly) process.stdout.write('PostgreSQL store: overhead, hello route…\n');
     const hello = pagesOnly ? undefined : await overhead('hello', quick ? 1 : 5, scale(30_000), pg);
     process.stdout.write('PostgreSQL store: pages with 100,000 stored profiles…\n');
     results.pg = { hello, ui: await ui(scale(100_000), pg) };
