@@ -77,6 +77,10 @@ describe.each([
     // passport regenerates as it signs out; the app then destroys the session.
     expect(out.collectors.request.session.events).toEqual(expect.arrayContaining(['regenerated', 'destroyed']));
     expect(out.collectors.request.session.left).toBeNull();
+    // Named by the session it came with, as the requests before it; the one passport made as it signed out beside it.
+    expect(out.collectors.request.session.fingerprint).toBe(known.collectors.request.session.fingerprint);
+    expect(out.collectors.request.session.renewed).toMatch(/^[0-9a-f]{8}$/);
+    expect(out.collectors.request.session.renewed).not.toBe(out.collectors.request.session.fingerprint);
     expect(out.collectors.security.who).toMatchObject({ username: 'ada' });
     const tab = await page(logout.token, 'request');
     expect(tab).toMatch(/<span class="badge s-client">destroyed<\/span>/);

@@ -1,5 +1,5 @@
 import { dataOnly } from '../recording/plain.js';
-import { followedSessions, sessionNoted, type SessionEvent } from '../recording/session.js';
+import { followedSessions, sessionFingerprint, sessionNoted, type SessionEvent } from '../recording/session.js';
 import type { DriverAdapter } from './driver.js';
 
 type Method = (this: unknown, ...args: unknown[]) => unknown;
@@ -41,6 +41,7 @@ export const expressSession: DriverAdapter = {
       if (state !== undefined && state.found === undefined) {
         const found = dataOnly(sess, FOUND_BUDGET);
         state.found = found.value;
+        state.fingerprint = sessionFingerprint(req);
         if (found.cut) state.cut = true;
       }
       return (create as Method).call(this, req, sess);

@@ -11,6 +11,8 @@ export type SessionEvent = 'created' | 'regenerated' | 'saved' | 'destroyed';
 export interface SessionState {
   /** Its attributes as the store gave them, copied then: the app changes the same objects later. */
   found?: unknown;
+  /** The fingerprint of the session the store gave (see CapturedSession.fingerprint). */
+  fingerprint?: string;
   cut?: boolean;
   events: SessionEvent[];
 }
@@ -32,8 +34,10 @@ export interface CapturedSession {
   /** null: it was destroyed, or none was left. */
   left: unknown;
   events: SessionEvent[];
-  /** The same for every request of one session, and no part of its id (a session's id is its key). */
+  /** The session it came with: the same for every request of one session, and no part of its id (a session's id is its key). */
   fingerprint?: string;
+  /** The session it left with, where that is another (regenerated on sign-in or sign-out): its fingerprint. */
+  renewed?: string;
   /** A copy was cut to fit its budget. */
   cut?: true;
 }
@@ -96,14 +100,18 @@ export function captureSession(ctx: RequestContext, req: IncomingMessage, res: S
       events.unshift('created');
     }
     const store = ownValue(req, 'sessionStore');
-    const name = store === undefined ? undefined : (Object.getPrototypeOf(store) as { constructor?: { name?: unknown } } | null)?.constructor?.name;
+    const made = ownValue(store === undefined ? undefined : Object.getPrototypeOf(store), 'constructor');
+    const name = typeof made === 'function' ? Object.getOwnPropertyDescriptor(made, 'name')?.value : undefined;
+    const now = sessionFingerprint(req);
+    const fingerprint = state?.fingerprint ?? now;
     session = {
       library: 'express-session',
       store: typeof name === 'string' ? name : undefined,
       found: state?.found,
       left: held === undefined ? null : copy(held.value),
       events,
-      fingerprint: sessionFingerprint(req),
+      fingerprint,
+      renewed: now !== fingerprint ? now : undefined,
     };
   }
   if (cut) session.cut = true;

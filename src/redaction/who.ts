@@ -38,6 +38,7 @@ export interface StoredSession {
   cookie?: Record<string, unknown>;
   events: SessionEvent[];
   fingerprint?: string;
+  renewed?: string;
   cut?: true;
 }
 
@@ -171,7 +172,7 @@ export function userLabel(who: Who | undefined): string | undefined {
 export function storedSession(s: CapturedSession, keys: string[]): StoredSession {
   const found = attributesOf(s.found, keys);
   const left = attributesOf(s.left, keys);
-  const stored: StoredSession = { library: s.library, store: s.store, found: found?.attributes, left: left?.attributes ?? null, cookie: left?.cookie ?? found?.cookie, events: s.events, fingerprint: s.fingerprint };
+  const stored: StoredSession = { library: s.library, store: s.store, found: found?.attributes, left: left?.attributes ?? null, cookie: left?.cookie ?? found?.cookie, events: s.events, fingerprint: s.fingerprint, renewed: s.renewed };
   if (s.cut) stored.cut = true;
   return stored;
 }
