@@ -1,5 +1,6 @@
 import express, { type Request } from 'express';
 import { chmodSync, chownSync, mkdirSync, readFileSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import { request as httpRequest } from 'node:http';
@@ -455,6 +456,34 @@ describe('a database span whose statement is JSON (MongoDB\'s shape, through Ope
     } finally {
       await server.close();
       own.close();
+    }
+  });
+});
+
+describe('a secret the app wrote into its code', () => {
+  it('is hidden in the code excerpt of an exception, stored and on the debug page; the rest of the line stays', async () => {
+    const { sign } = createRequire(import.meta.url)('./fixtures/hardcoded-secret.cjs') as { sign: (p: { user?: string }) => string };
+    const database = tempDb();
+    const profiler = webProfiler({ database, onError: () => {} });
+    const app = express();
+    app.use(profiler);
+    app.get('/sign', (_req, res) => res.send(sign({})));
+    app.use(profiler.errorHandler);
+    const server = await listen(app);
+    try {
+      const res = await fetch(`${server.url}/sign`, { headers: { accept: 'text/html' } });
+      const page = await res.text();
+      expect(res.status).toBe(500);
+      expect(page).toContain('cannot sign for no user');
+      for (const literal of ['literal-secret-in-code-77', 'literal-api-key-in-code-78']) expect(page).not.toContain(literal);
+      expect(page).toContain('const SIGNING_SECRET = &#39;[redacted]&#39;;');
+      profiler.flush();
+      const stored = JSON.stringify(readRows(database).find((r) => r.token === res.headers.get('x-debug-token'))!.collectors.exception);
+      expect(stored).toContain("region: 'eu-west-1'");
+      for (const literal of ['literal-secret-in-code-77', 'literal-api-key-in-code-78']) expect(stored).not.toContain(literal);
+    } finally {
+      await server.close();
+      profiler.close();
     }
   });
 });

@@ -439,12 +439,32 @@ function exceptionOf(e: ExceptionData, status: number, keys: string[]): Exceptio
   return withSentStatus(redactException(e, keys), status);
 }
 
-/** The texts of an exception with secret-looking fields replaced: messages and stacks quote what the app was given. */
+/**
+ * The texts of an exception with secret-looking fields replaced: messages and stacks quote what
+ * the app was given; its code excerpts may write a secret in (`const API_SECRET = '…'`).
+ */
 export function redactException(data: ExceptionData, keys: string[]): ExceptionData {
   return {
     ...data,
-    chain: data.chain.map((e) => ({ ...e, message: redactText(e.message, keys), stack: redactText(e.stack, keys), ...(e.details === undefined ? {} : { details: redactValue(asPanels(e.details, keys), keys) as Record<string, unknown> }) })),
+    chain: data.chain.map((e) => ({
+      ...e,
+      message: redactText(e.message, keys),
+      stack: redactText(e.stack, keys),
+      ...(e.details === undefined ? {} : { details: redactValue(asPanels(e.details, keys), keys) as Record<string, unknown> }),
+      frames: e.frames.map((f) => (f.excerpt === undefined ? f : { ...f, excerpt: { ...f.excerpt, lines: f.excerpt.lines.map((line) => redactSource(line, keys)) } })),
+    })),
   };
+}
+
+/** A string literal given to a name like a secret's in code (`API_SECRET = '…'`, `password: "…"`, `apiKey = \`…\``): not `==`, `=>`. */
+const ASSIGNED_LITERAL = /([A-Za-z_$][\w$]*)(['"]?)\s*(?:[:=](?![=>]))\s*(['"`])((?:\\.|(?!\3)[^\\])*)\3/g;
+
+/** A line of the app's code with the literals it gives secret names hidden, as redactText hides them in prose. */
+function redactSource(line: string, keys: string[]): string {
+  const text = redactText(line, keys);
+  if (!text.includes('=') && !text.includes(':')) return text;
+  return text.replace(ASSIGNED_LITERAL, (whole, name: string, quote: string, mark: string, literal: string) =>
+    literal !== '' && literal !== REDACTED && isSecretKey(name, keys) ? `${name}${quote}${whole.slice(name.length + quote.length, whole.length - literal.length - 1)}${hide(literal)}${mark}` : whole);
 }
 
 /** A statement as a driver's error quotes it (mysql2's `sql`, with the values written in). */
