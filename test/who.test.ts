@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import jwt from 'jsonwebtoken';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import express from 'express';
 import { listen, readRows, startFixture, tempDb, type FixtureApp, type Running } from './helpers.js';
 import { assertMadeAs, matchers } from '../src/testing/index.js';
@@ -301,5 +301,30 @@ describe('in the app\'s own process', () => {
     const row = await storedOf(res);
     expect(row.collectors.security.who).toEqual({ id: '65a1b2c3d4e5f6a7b8c9d0e1', username: 'mongo-user', via: 'unknown' });
     expect(JSON.stringify(row)).not.toContain('deadbeef');
+  });
+});
+
+describe.skipIf(!inject('pgUrl'))('on the PostgreSQL store', () => {
+  it('search by user finds exactly that user\'s requests, and the list names them', async () => {
+    const profiler = webProfiler({ database: inject('pgUrl')!, schema: `who_${process.pid}`, secret: KEY, onError: () => {} });
+    const app = express();
+    app.use(profiler);
+    app.get('/as/:name', (req, res) => {
+      (req as { user?: unknown }).user = { id: req.params.name.length, username: req.params.name };
+      res.json({ ok: true });
+    });
+    const server = await listen(app);
+    try {
+      const tokens: Record<string, string[]> = { ada: [], ben: [] };
+      for (const name of ['ada', 'ben', 'ada', 'ben', 'ada']) tokens[name].push((await fetch(`${server.url}/as/${name}`)).headers.get('x-debug-token')!);
+      const found = await (await fetch(`${server.url}/_profiler/search?user=ada&limit=100`, { headers: { accept: 'application/json', 'x-profiler-secret': KEY } })).json();
+      expect(found.profiles.map((p: { token: string }) => p.token)).toEqual([...tokens.ada].reverse());
+      expect(found.profiles.every((p: { user: string }) => p.user === 'ada')).toBe(true);
+      const list = await (await fetch(`${server.url}/_profiler/`, { headers: { 'x-profiler-secret': KEY } })).text();
+      expect(list).toContain('title="Only the requests this user made">ben</a>');
+    } finally {
+      await server.close();
+      await profiler.close();
+    }
   });
 });
