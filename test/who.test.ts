@@ -172,6 +172,17 @@ describe.each([
     expect(file).not.toContain(token.split('.')[1]);
   });
 
+  it('a value another request hid is hidden in a session too; a name that is not a secret stays readable', async () => {
+    const planted = `planted${process.pid}key0123456789abcdef`;
+    await (await fetch(`${app.url}/open`, { headers: { 'X-Api-Key': planted } })).arrayBuffer();
+    const send = browser();
+    await send('POST', '/site/login', { username: 'ada', password: ADA_PASSWORD });
+    const noted = await send('POST', '/site/note', { note: `key is ${planted}` });
+    expect((await profile(noted.token)).collectors.request.session.left).toMatchObject({ note: 'key is [redacted]', tokenName: 'ci-deploy' });
+    const file = readFileSync(database).toString('latin1') + readFileSync(`${database}-wal`).toString('latin1');
+    expect(file).not.toContain(planted);
+  });
+
   it('an API key is named by its header, never its value; a request from no one says nothing', async () => {
     const keyed = await fetch(`${app.url}/open`, { headers: { 'X-Api-Key': 'live-key-0123456789abcdefghij' } });
     const p = await profile(keyed.headers.get('x-debug-token')!);
