@@ -205,6 +205,12 @@ describe('the admin interface', () => {
     expect(child.parent).toBe(token);
     const signIn = await profile('db', ok.headers['x-debug-token'] as string);
     expect(signIn.queries[0]).toMatchObject({ sql: 'SELECT id, username, role, password_hash FROM accounts WHERE username = ?', params: 'ada', rows: 1 });
+    // Who made each: the admin by the demo's own session cookie, an API client by its token's claims.
+    expect((await profile('security', token)).who).toEqual({ id: 1, username: 'ada', roles: ['admin'], via: 'cookie' });
+    const issued = JSON.parse((await call(demo.url, 'POST', '/api/authenticate', { headers: json, body: JSON.stringify(SEED) })).body);
+    const me = await call(demo.url, 'GET', '/api/me', { headers: { authorization: `Bearer ${issued.token}` } });
+    demo.profiler.flush();
+    expect((await profile('security', me.headers['x-debug-token'] as string)).who).toMatchObject({ id: '1', name: 'ada', roles: ['admin'], via: 'bearer token', by: 'req.auth' });
   });
 
   it('mails the admins on three refused sign-ins within a minute, renders its dashboard as a view, caches its status checks in Redis', async () => {

@@ -157,9 +157,9 @@ describe.each([
   });
 
   it.each([
-    ['express-jwt', '/api/jwt'],
+    ['req.auth', '/api/jwt'],
     ['express-oauth2-jwt-bearer', '/api/bearer'],
-  ])('%s: the verified token\'s claims, and never the token', async (library, url) => {
+  ])('claims told by %s: the verified token\'s claims, and never the token', async (library, url) => {
     const token = jwt.sign({ sub: 'user-99', scope: 'read:notes write:notes', email: 'grace@example.test' }, JWT_KEY, { audience: 'notes', issuer: 'https://issuer.test/', expiresIn: 600 });
     const res = await fetch(app.url + url, { headers: { authorization: `Bearer ${token}` } });
     expect(res.status).toBe(200);

@@ -62,7 +62,10 @@ export function adminRoutes(db: PlatformDb, links: { profiler?: string }, refuse
     const [id, exp] = value.split(':').map(Number);
     if (!(exp * 1000 > Date.now())) return undefined;
     const account = db.account(id);
-    return account?.role === 'admin' ? account : undefined;
+    if (account?.role !== 'admin') return undefined;
+    // Who is signed in, on the request as passport leaves it: the profile names them.
+    (req as Request & { user?: unknown }).user = { id: account.id, username: account.username, role: account.role };
+    return account;
   }
 
   /** A cross-site form post carries a foreign Origin; the cookies are SameSite=Strict as well. */

@@ -73,5 +73,8 @@ export function apiRoutes(db: PlatformDb, extras: ApiExtras = {}) {
 function bearer(req: Request, secret: string): Claims | undefined {
   const header = req.headers.authorization ?? '';
   const match = /^Bearer\s+(\S+)$/i.exec(header);
-  return match ? verify(match[1], secret) : undefined;
+  const claims = match ? verify(match[1], secret) : undefined;
+  // The verified claims on the request, as express-jwt leaves them: the profile names who called.
+  if (claims !== undefined) (req as Request & { auth?: Claims }).auth = claims;
+  return claims;
 }

@@ -12,8 +12,8 @@ export interface CapturedWho {
   user?: Record<string, unknown>;
   /** A verified JWT's claims: express-jwt's `req.auth`, express-oauth2-jwt-bearer's `req.auth.payload`. */
   claims?: Record<string, unknown>;
-  /** Which library left the claims. */
-  claimsBy?: 'express-jwt' | 'express-oauth2-jwt-bearer';
+  /** Where the claims were: express-jwt's (and any app's) `req.auth`, or express-oauth2-jwt-bearer's `{ header, payload, token }`. */
+  claimsBy?: 'req.auth' | 'express-oauth2-jwt-bearer';
   /** What the app's identify(req) said. */
   identified?: Record<string, unknown>;
 }
@@ -21,7 +21,7 @@ export interface CapturedWho {
 /** The fields that name a user, in the order they are shown; nothing else of a user object is read. */
 const NAMING = ['id', '_id', 'uuid', 'userId', 'user_id', 'sub', 'username', 'login', 'email', 'name', 'displayName', 'fullName', 'role', 'roles', 'permissions', 'scope', 'scopes', 'groups'];
 /** What a verified token's payload says of whom and for what: never its other claims, which may be anything. */
-const CLAIMS = ['sub', 'iss', 'aud', 'exp', 'iat', 'nbf', 'azp', 'scope', 'scp', 'permissions', 'roles', 'email', 'name', 'preferred_username'];
+const CLAIMS = ['sub', 'iss', 'aud', 'exp', 'iat', 'nbf', 'azp', 'scope', 'scp', 'permissions', 'roles', 'role', 'email', 'name', 'preferred_username'];
 
 /** A property the object holds itself, read without running a getter of the app's or a Proxy's trap. */
 export function ownValue(holder: unknown, key: string): unknown {
@@ -104,7 +104,7 @@ export function whoOf(req: Request, identify: ((req: Request) => Identified | un
     if (claims !== undefined) {
       who ??= {};
       who.claims = claims;
-      who.claimsBy = bearer ? 'express-oauth2-jwt-bearer' : 'express-jwt';
+      who.claimsBy = bearer ? 'express-oauth2-jwt-bearer' : 'req.auth';
     }
   }
   if (identify !== undefined) {

@@ -16,7 +16,7 @@ export interface Who {
   roles?: string[];
   /** How they were known: session, bearer token, API key, basic, password (a sign-in), or what the app's identify() said. */
   via: string;
-  /** What told it: passport's strategy, express-jwt, express-oauth2-jwt-bearer, express-session, cookie-session, identify(). */
+  /** What told it: passport's strategy, `req.auth` (express-jwt's), express-oauth2-jwt-bearer, express-session, cookie-session, identify(). */
   by?: string;
   /** The header an API key came in: its name, never its value. */
   key?: string;
@@ -57,10 +57,11 @@ function viaStrategy(strategy: string): string {
 }
 
 /** The Authorization scheme (lower case) and an API key's header name, from a request's headers: names only, never a value. */
-function credentialsOf(headers: Iterable<[string, unknown]>): { scheme?: string; key?: string } {
-  const found: { scheme?: string; key?: string } = {};
+function credentialsOf(headers: Iterable<[string, unknown]>): { scheme?: string; key?: string; cookie?: true } {
+  const found: { scheme?: string; key?: string; cookie?: true } = {};
   for (const [name, value] of headers) {
     if (name.length === 13 && name.toLowerCase() === 'authorization') found.scheme = /^([A-Za-z][\w-]{0,19})(?:\s|$)/.exec(String(value))?.[1]?.toLowerCase();
+    else if (name.length === 6 && name.toLowerCase() === 'cookie') found.cookie = true;
     else if (found.key === undefined && KEY_LENGTHS.has(name.length) && KEY_HEADERS.has(name.toLowerCase())) found.key = name;
   }
   return found;
@@ -126,19 +127,21 @@ export function whoOf(c: Captured, keys: string[]): Who | undefined {
   const session = c.session;
   // A request that names no one and brought no session is told on read, from its headers (see anonymousWho).
   if (captured === undefined && session === undefined && !c.checks?.some((check) => check.library === 'passport')) return undefined;
-  const { scheme, key } = credentialsOf(pairsOf(c.rawHeaders));
+  const { scheme, key, cookie } = credentialsOf(pairsOf(c.rawHeaders));
   const passport = lastPassport(c.checks);
+  // How the request carried who it was, where nothing else says: a key, an Authorization scheme, a session it brought, a cookie.
+  const carried = key !== undefined ? 'API key' : scheme !== undefined ? (SCHEMES[scheme] ?? scheme) : session?.found !== undefined ? 'session' : cookie ? 'cookie' : 'unknown';
   let who: Who | undefined;
   const identified = captured?.identified;
   if (identified !== undefined) {
-    who = { ...named(identified), via: text(identified.via) ?? (key !== undefined ? 'API key' : (scheme && SCHEMES[scheme]) ?? 'unknown'), by: 'identify()' };
+    who = { ...named(identified), via: text(identified.via) ?? carried, by: 'identify()' };
     const given = text(identified.key) ?? (who.via === 'API key' ? key : undefined);
     if (given !== undefined) who.key = given;
   } else if (captured?.user !== undefined || passport !== undefined) {
     // req.user as the request ended, else the user passport let in (a sign-out clears req.user).
     const user = captured?.user ?? (passport!.fields!.user as Record<string, unknown>);
     const strategy = passport?.fields?.strategy;
-    const via = typeof strategy === 'string' ? viaStrategy(strategy) : captured?.claims !== undefined ? 'bearer token' : key !== undefined ? 'API key' : scheme !== undefined ? (SCHEMES[scheme] ?? scheme) : session?.found !== undefined ? 'session' : 'unknown';
+    const via = typeof strategy === 'string' ? viaStrategy(strategy) : captured?.claims !== undefined ? 'bearer token' : carried;
     who = { ...named(typeof user === 'object' && user !== null ? user : { id: user }), via, by: typeof strategy === 'string' ? `passport ${strategy}` : undefined };
     if (via === 'API key' && key !== undefined) who.key = key;
   } else if (captured?.claims !== undefined) {
