@@ -113,7 +113,7 @@ const call = async (name: string, args: Record<string, unknown> = {}) => {
 describe('web-profiler mcp', () => {
   it('offers read-only tools with schemas', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['get_profile', 'latest_errors', 'request_as_test', 'search_requests']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['get_profile', 'insights', 'latest_errors', 'request_as_test', 'search_requests']);
     for (const tool of tools) {
       expect(tool.inputSchema.type).toBe('object');
       expect(tool.annotations?.readOnlyHint).toBe(true);

@@ -1,3 +1,5 @@
+import { insightsOf, type Insights, type RouteRow, type TotalRow } from '../storage/insights.js';
+import { parsePeriod, regressionsOf, type Regression } from '../web/insights.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createRequire } from 'node:module';
@@ -104,6 +106,28 @@ function headline(profile: Profile): Record<string, unknown> {
     // What the app dump()ed, each as text (the tree is the dumps panel's).
     ...(missing?.length ? { missingTranslations: missing.map((m) => `${m.ns}:${m.key} (${m.lng})`) } : {}),
     ...(dumps?.length ? { dumps: dumps.map((d) => ({ label: d.label, at: d.at, ms: d.time, value: renderValue(d.value) })) } : {}),
+  };
+}
+
+/** The insights' top rows, each a line of what an agent needs: what, how much, and the profile that shows it. */
+function compactInsights(i: Insights, rows: number, regressions: Regression[] | undefined): Record<string, unknown> {
+  const top = <T>(list: T[]) => list.slice(0, rows);
+  const timed = (r: RouteRow) => ({ key: r.key, requests: r.requests, p50: r.p50, p95: r.p95, max: r.max, totalMs: r.total, errors: r.errors, statements: r.statements, nPlusOne: r.nPlusOne, token: r.token });
+  const totals = (t: TotalRow) => ({ key: t.key, kind: t.kind, requests: t.requests, count: t.count, totalMs: t.total, maxMs: t.peak, bad: t.bad, ...(t.p95 === undefined ? {} : { p95: t.p95 }), ...(t.routes ? { routes: t.routes } : {}), ...(t.lines ? { lines: t.lines } : {}), token: t.token });
+  return {
+    period: { from: new Date(i.period.from).toISOString(), to: new Date(i.period.to).toISOString() },
+    requests: i.requests,
+    fixFirst: i.fixFirst ?? null,
+    routes: top(i.routes).map(timed),
+    statements: top(i.statements).map(totals),
+    failures: top(i.failures).map(totals),
+    calls: top(i.calls).map(totals),
+    cache: top(i.cache).map(totals),
+    commands: top(i.commands).map(timed),
+    missingTranslations: top(i.missing).map(totals),
+    warnings: top(i.warnings).map(totals),
+    users: top(i.users).map((u) => ({ user: u.key, requests: u.requests, p95: u.p95, slowestMs: u.max, token: u.token })),
+    ...(regressions === undefined ? {} : { regressions: regressions.filter((r) => r.flagged) }),
   };
 }
 
@@ -241,6 +265,25 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
       if (profile && (profile.status >= (profile.type === 'command' ? 1 : 400) || profile.collectors.exception !== undefined)) errors.push(headline(profile));
     }
     return answer({ count: errors.length, errors });
+  });
+
+  server.registerTool('insights', {
+    title: 'What to fix first, across requests',
+    description: `Over a period of the stored requests and commands, what costs the most, leading with "fix first" (the route, statement, outgoing call or command that took the most time in total): each card's top rows with the token of the profile that shows it (its slowest, else its latest). Cards: routes (requests, p50, p95, max, total ms, errors, statements a request, likely N+1), statements (values out: runs, total and max ms, routes, lines), exceptions and refusals (requests, first and last seen, routes, lines), outgoing calls (count, p95, failures), cache keys (reads, misses), jobs and commands, missing translations, warnings, users. With compare (an ISO time inside the period): each route's p50, p95 and statements a request and each statement's runs a request before it and after it, flagged where they grew. The same rows as the profiler's /_profiler/insights. ${UNTRUSTED}`,
+    inputSchema: {
+      period: z.enum(['hour', 'day', 'all']).optional().describe('The last hour, the last day, or everything stored (the default)'),
+      since: z.string().optional().describe('ISO date-time: a period from it (with until, instead of period)'),
+      until: z.string().optional().describe('ISO date-time: a period up to it'),
+      compare: z.string().optional().describe('ISO date-time inside the period: the period before it against the one after'),
+      rows: z.number().int().min(1).max(10).default(5).describe('Rows of each card'),
+    },
+    annotations: readOnly,
+  }, async ({ period, since, until, compare, rows }) => {
+    const parsed = parsePeriod({ period, start: since, end: until, compare }, Date.now(), null);
+    if (!parsed.ok) return failure(parsed.error);
+    const found = await insightsOf(store, parsed.period);
+    const regressions = parsed.compare === undefined ? undefined : await regressionsOf(store, parsed.period, parsed.compare);
+    return answer(compactInsights(found, rows ?? 5, regressions));
   });
 
   // It ends when the client closes stdin, or on SIGINT/SIGTERM (the bin turns those into `stop`).

@@ -142,13 +142,17 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
  * value that was hidden anywhere in it. Costs a search of the JSON for each hidden value; the
  * JSON is read and written again only when one is found.
  */
-export function sealedRow<T extends { summary: RecordSummary; data: string }>(row: T, hidden: HiddenValues): T {
+export function sealedRow<T extends { summary: RecordSummary; data: string; facts?: { key: string; line?: string }[] }>(row: T, hidden: HiddenValues): T {
   if (hidden.size === 0) return row;
   const { summary } = row;
   summary.url = hidden.cut(summary.url);
   if (summary.label) summary.label = hidden.cut(summary.label);
   if (summary.user) summary.user = hidden.cut(summary.user);
   row.data = hidden.sealJson(row.data);
+  for (const fact of row.facts ?? []) {
+    fact.key = hidden.cut(fact.key);
+    if (fact.line !== undefined) fact.line = hidden.cut(fact.line);
+  }
   return row;
 }
 

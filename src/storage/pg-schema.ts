@@ -57,6 +57,21 @@ const MIGRATIONS: string[] = [
   // Who made it, as the list names them (the search's user filter: newest first within one user).
   `ALTER TABLE profiles ADD COLUMN user_label text;
    CREATE INDEX profiles_user ON profiles (user_label, id) WHERE user_label IS NOT NULL;`,
+  // What each profile adds to the insights across requests (see redaction/facts.ts): gone with it.
+  `CREATE TABLE facts (
+     profile bigint NOT NULL REFERENCES profiles (id) ON DELETE CASCADE,
+     time bigint NOT NULL,
+     kind text NOT NULL,
+     key text NOT NULL,
+     n integer NOT NULL,
+     ms double precision NOT NULL,
+     peak double precision NOT NULL,
+     bad integer NOT NULL,
+     line text
+   );
+   CREATE INDEX facts_time ON facts (kind, time);
+   CREATE INDEX facts_key ON facts (kind, key, peak);
+   CREATE INDEX facts_profile ON facts (profile);`,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,4 +1,5 @@
 import type { ProfileRecord, RecordSummary } from '../redaction/record.js';
+import type { Fact } from '../redaction/facts.js';
 
 /** The columns of a stored profile that search and lists read, without the panel data: a record's (see redaction/record.ts), its type and who served it. */
 export interface ProfileSummary extends RecordSummary {
@@ -25,6 +26,8 @@ export interface StoredProfile {
   summary: ProfileSummary;
   data: string;
   config?: string;
+  /** What it adds to the insights across requests (see redaction/facts.ts), stored beside it. */
+  facts?: Fact[];
 }
 
 /** A stored row as storage gives it back: the summary, the data in whichever form it was stored, and the config. */

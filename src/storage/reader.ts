@@ -28,6 +28,8 @@ export interface ProfileReader {
   /** The last row id: where a live list starts. */
   lastId(): Awaitable<number>;
   stats(): Awaitable<StoreStats>;
+  /** A read of the insights' tables (see insights.ts): `?` placeholders, the same SQL on both stores. */
+  select<T>(sql: string, args: unknown[]): Awaitable<T[]>;
   /** Delete profiles older than `before` (epoch ms), or all of them; returns how many went. */
   purge(before?: number): Awaitable<number>;
   close(): Awaitable<void>;

@@ -49,6 +49,24 @@ const MIGRATIONS: string[] = [
   // Who made it, as the list names them (the search's user filter: newest first within one user).
   `ALTER TABLE profiles ADD COLUMN user_label TEXT;
    CREATE INDEX profiles_user ON profiles (user_label, id) WHERE user_label IS NOT NULL;`,
+  // What each profile adds to the insights across requests (see redaction/facts.ts): gone with it.
+  `CREATE TABLE facts (
+     profile INTEGER NOT NULL,
+     time INTEGER NOT NULL,
+     kind TEXT NOT NULL,
+     key TEXT NOT NULL,
+     n INTEGER NOT NULL,
+     ms REAL NOT NULL,
+     peak REAL NOT NULL,
+     bad INTEGER NOT NULL,
+     line TEXT
+   );
+   CREATE INDEX facts_time ON facts (kind, time);
+   CREATE INDEX facts_key ON facts (kind, key, peak);
+   CREATE INDEX facts_profile ON facts (profile);
+   CREATE TRIGGER profiles_delete_facts AFTER DELETE ON profiles BEGIN
+     DELETE FROM facts WHERE profile = old.id;
+   END;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

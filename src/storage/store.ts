@@ -36,6 +36,7 @@ export class ProfileStore implements ProfileReader {
       // Each in its own subquery: SQLite reads min() or max() alone off the end of the id b-tree, both together by scanning every row.
       span: db.prepare('SELECT (SELECT min(id) FROM profiles) AS first, (SELECT max(id) FROM profiles) AS last'),
       insertData: db.prepare('INSERT INTO profile_data (id, encoding, data, config) VALUES (?, ?, ?, ?)'),
+      insertFact: db.prepare('INSERT INTO facts (profile, time, kind, key, n, ms, peak, bad, line) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       useConfig: db.prepare('INSERT INTO configs (data, used) VALUES (?, ?) ON CONFLICT (data) DO UPDATE SET used = excluded.used RETURNING id'),
       pruneConfigs: db.prepare(PRUNE_CONFIGS_SQL),
       read: db.prepare(READ_SQL),
@@ -55,7 +56,7 @@ export class ProfileStore implements ProfileReader {
         return id;
       };
       const put = (s: ProfileSummary, token: string) => this.stmts.insert.run(token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null, s.trace ?? null, s.label ?? null, s.failed ?? 0, s.blockedBy ?? null, s.user ?? null);
-      for (const { summary: s, data, config } of batch) {
+      for (const { summary: s, data, config, facts } of batch) {
         let token = s.token;
         let result = put(s, token);
         while (result.changes === 0 && token.length < 32) result = put(s, (token += '0'));
@@ -63,6 +64,7 @@ export class ProfileStore implements ProfileReader {
         const [encoding, stored] = encode(data);
         last = Number(result.lastInsertRowid);
         this.stmts.insertData.run(last, encoding, stored, config === undefined ? null : configId(config));
+        for (const f of facts ?? []) this.stmts.insertFact.run(last, s.time, f.kind, f.key, f.n, f.ms, f.peak, f.bad, f.line ?? null);
       }
       return last;
     });
@@ -163,6 +165,10 @@ export class ProfileStore implements ProfileReader {
   since(id: number, filter: SearchFilter): (ProfileSummary & { id: number })[] {
     const { sql, args } = sinceSql(id, filter, 'LIKE');
     return this.db.prepare(sql).all(...args) as (ProfileSummary & { id: number })[];
+  }
+
+  select<T>(sql: string, args: unknown[]): T[] {
+    return this.db.prepare(sql).all(...args) as T[];
   }
 
   /** The last row id: where a live list starts. */

@@ -6,6 +6,7 @@ import { processConfig } from '../recording/process-config.js';
 import { recordOf, sealedRow } from '../redaction/record.js';
 import { redactValue } from '../redaction/redact.js';
 import { serialiseRecord } from './profile.js';
+import { factsOf } from '../redaction/facts.js';
 import { PgSink } from './pg-sink.js';
 import { isPostgresUrl } from './location.js';
 import { WriteQueue } from './queue.js';
@@ -58,7 +59,15 @@ function handle(msg: ToWriter): void {
         : (told: typeof tell) => new SqliteSink(options.database, taken, told);
       const build = (c: Captured) => {
         const { summary, record, hidden } = recordOf(c, options);
-        return sealedRow(serialiseRecord({ ...summary, type: c.command === undefined ? 'request' : 'command', instance: options.instance }, record, processConfig(options.debug, options.app)), hidden);
+        const type = c.command === undefined ? 'request' : 'command';
+        const row = serialiseRecord({ ...summary, type, instance: options.instance }, record, processConfig(options.debug, options.app));
+        // What it adds to the insights across requests: a failure costs those, never the profile.
+        try {
+          row.facts = factsOf(row.summary, record, type);
+        } catch (err) {
+          tell(`a profile's insights could not be derived: ${(err as Error)?.message ?? err}`);
+        }
+        return sealedRow(row, hidden);
       };
       queues.set(msg.id, new WriteQueue(options, sink, build, tell, account, weigh));
       return;

@@ -1,3 +1,5 @@
+import { barsSvg, histogramLabel, insightsCache, parsePeriod, regressionsOf } from './insights.js';
+import { insightsOf } from '../storage/insights.js';
 import type { Request, Response } from 'express';
 import { panelOptionsOf, readProfile as derived, type PanelInfo } from '../collectors/index.js';
 import { onceEach } from '../recording/collect.js';
@@ -72,6 +74,7 @@ export function profilerPages(deps: PagesDeps) {
   // A panel that fails to derive fails on every read of its profile alike: told once.
   const tellPanel = onceEach(options.onError);
   let streams = 0;
+  const cachedInsights = insightsCache();
 
   function fail(req: Request, res: Response, status: number, title: string, message: string, extra: Record<string, unknown> = {}) {
     if (wantsJson(req)) {
@@ -289,6 +292,7 @@ export function profilerPages(deps: PagesDeps) {
       return list(req, res, 'search');
     }
     if (path === '/_profiler/stream') return stream(req, res);
+    if (path === '/_profiler/insights') return insightsPage(req, res);
     if (path === '/_profiler/latest') {
       const type = typeof req.query.type === 'string' && /^[a-z]{1,20}$/.test(req.query.type) ? req.query.type : 'request';
       return latest(req, res, type);
@@ -313,6 +317,20 @@ export function profilerPages(deps: PagesDeps) {
     return fail(req, res, 404, 'Profile not found', match
       ? `"${shown}" is not a token: tokens are 6 to 32 lowercase hex characters.`
       : `The profiler has no page at ${shown}.`);
+  }
+
+  /** What costs the most over a period, from the facts stored beside each profile (see storage/insights.ts). */
+  async function insightsPage(req: Request, res: Response) {
+    const parsed = parsePeriod(req.query as Record<string, unknown>);
+    if (!parsed.ok) return fail(req, res, 400, 'Invalid period', parsed.error, { nav: 'insights' });
+    const store = withStore(req, res);
+    if (!store) return;
+    await settled();
+    const key = JSON.stringify(parsed.form);
+    const insights = await cachedInsights(`i${key}`, () => insightsOf(store, parsed.period));
+    const regressions = parsed.compare === undefined ? undefined : await cachedInsights(`r${key}`, () => regressionsOf(store, parsed.period, parsed.compare!));
+    if (wantsJson(req)) return void res.json({ ...insights, regressions, form: parsed.form });
+    sendPage(res, 200, 'profiler/insights', { title: 'Insights', nav: 'insights', insights, regressions, form: parsed.form, name: parsed.name, compare: parsed.compare, barsSvg, histogramLabel });
   }
 
   async function latest(req: Request, res: Response, type: string) {

@@ -15,7 +15,7 @@ const one = (value: unknown): string | undefined => {
 };
 
 /** A date the form sends (2026-11-21T10:00) or epoch milliseconds. */
-function parseTime(value: string): number | undefined {
+export function parseTime(value: string): number | undefined {
   const t = /^\d{10,13}$/.test(value) ? Number(value) : Date.parse(/Z|[+-]\d\d:?\d\d$/.test(value) ? value : `${value}Z`);
   return Number.isFinite(t) ? t : undefined;
 }

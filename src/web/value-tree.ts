@@ -6,7 +6,7 @@ const LONG_TEXT = 160;
 const WIDE = 20;
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-const escape = (text: string) => text.replace(/[&<>"']/g, (c) => ESCAPES[c]);
+export const escape = (text: string): string => text.replace(/[&<>"']/g, (c) => ESCAPES[c]);
 
 /**
  * A dumped value (or a log line's context) as HTML: each object, array, Map, Set and error a

@@ -6,7 +6,7 @@ import { STATUS_CODES, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import { FAILED } from '../redaction/record.js';
 import { performance } from 'node:perf_hooks';
-import { jsonNode, valueTree } from './value-tree.js';
+import { escape, jsonNode, valueTree } from './value-tree.js';
 import type { ValueNode } from '../recording/snapshot-value.js';
 
 /** views/ sits beside src/ and dist/ at the package root. */
@@ -70,6 +70,8 @@ export const helpers = {
   /** A dumped value, or plain JSON (a log line's context), as a tree that unfolds: see value-tree.ts. */
   tree: (node: ValueNode, scope: string, open?: number) => valueTree(node, scope, open),
   jsonTree: (value: unknown, scope: string, open?: number) => valueTree(jsonNode(value), scope, open),
+  /** Text made safe for HTML a template builds as a string (a link around a value). */
+  escape: (value: unknown) => escape(String(value)),
   scalar: (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value, null, 2) ?? String(value)),
 };
 

@@ -1,0 +1,176 @@
+import { ROUTE_ERROR, ROUTE_N_PLUS_ONE, type FactKind } from '../redaction/facts.js';
+import type { ProfileReader } from './reader.js';
+
+/**
+ * Insights across requests, read from the facts the writer stored beside each profile (see
+ * redaction/facts.ts): what costs the most over a period, each row with the profile that shows it.
+ * The same SQL on SQLite and PostgreSQL; percentiles are taken here, from one read of the period's
+ * request facts.
+ */
+
+/** A period, in epoch milliseconds, inclusive. */
+export interface Period {
+  from: number;
+  to: number;
+}
+
+export interface RouteRow {
+  key: string;
+  requests: number;
+  p50: number;
+  p95: number;
+  max: number;
+  /** Milliseconds, all its requests together: what the cards are sorted by. */
+  total: number;
+  errors: number;
+  statements: { median: number; max: number };
+  nPlusOne: number;
+  /** Its slowest request. */
+  token?: string;
+  /** Requests by duration, for a histogram: counts in HISTOGRAM_EDGES' buckets. */
+  histogram: number[];
+}
+
+export interface TotalRow {
+  kind: FactKind;
+  key: string;
+  /** Profiles it appears in. */
+  requests: number;
+  /** Its count over them all: a statement's runs, a call's, a read's, a message's. */
+  count: number;
+  total: number;
+  peak: number;
+  bad: number;
+  first: number;
+  last: number;
+  /** A statement's or an error's lines and routes, most first. */
+  lines?: string[];
+  routes?: string[];
+  /** The profile that shows it: its slowest, else its latest. */
+  token?: string;
+  p95?: number;
+}
+
+export interface Insights {
+  period: Period;
+  requests: number;
+  /** Requests over the period, in SPARK_BUCKETS buckets. */
+  sparkline: number[];
+  routes: RouteRow[];
+  commands: RouteRow[];
+  statements: TotalRow[];
+  failures: TotalRow[];
+  calls: TotalRow[];
+  cache: TotalRow[];
+  missing: TotalRow[];
+  warnings: TotalRow[];
+  users: RouteRow[];
+  /** What costs the most time in total: a route, a statement, a call or a command. */
+  fixFirst?: { card: 'routes' | 'statements' | 'calls' | 'commands'; key: string; total: number; token?: string };
+}
+
+/** Upper bounds of the duration histogram's buckets, in milliseconds (the last takes the rest). */
+export const HISTOGRAM_EDGES = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, Infinity];
+export const SPARK_BUCKETS = 30;
+/** Rows a card shows. */
+export const TOP = 10;
+
+type RowFact = { profile: number; time: number; kind: string; key: string; n: number; ms: number; bad: number };
+
+const ROWS_SQL = "SELECT profile, time, kind, key, n, ms, bad FROM facts WHERE kind IN ('route', 'command', 'user', 'call') AND time >= ? AND time <= ?";
+const TOTALS_SQL = `SELECT kind, key, CAST(count(*) AS INTEGER) AS requests, CAST(sum(n) AS DOUBLE PRECISION) AS count, CAST(sum(ms) AS DOUBLE PRECISION) AS total,
+  max(peak) AS peak, CAST(sum(bad) AS DOUBLE PRECISION) AS bad, CAST(min(time) AS DOUBLE PRECISION) AS first, CAST(max(time) AS DOUBLE PRECISION) AS last
+  FROM facts WHERE kind IN ('statement', 'exception', 'refusal', 'cache', 'missing', 'warning') AND time >= ? AND time <= ? GROUP BY kind, key`;
+const SHOWN_BY_SQL = 'SELECT profile FROM facts WHERE kind = ? AND key = ? AND time >= ? AND time <= ? ORDER BY peak DESC, profile DESC LIMIT 1';
+const LINES_SQL = 'SELECT line, CAST(count(*) AS INTEGER) AS n FROM facts WHERE kind = ? AND key = ? AND time >= ? AND time <= ? AND line IS NOT NULL GROUP BY line ORDER BY n DESC LIMIT 3';
+const ROUTES_OF_SQL = `SELECT r.key AS key, CAST(count(*) AS INTEGER) AS n FROM facts f JOIN facts r ON r.profile = f.profile AND r.kind IN ('route', 'command')
+  WHERE f.kind = ? AND f.key = ? AND f.time >= ? AND f.time <= ? GROUP BY r.key ORDER BY n DESC LIMIT 3`;
+
+const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
+
+/** The value at fraction q of sorted numbers (nearest rank). */
+export function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+
+const median = (values: number[]) => quantile([...values].sort((a, b) => a - b), 0.5);
+const round = (ms: number) => Math.round(ms * 100) / 100;
+
+/** Request facts grouped by key: each route's (or command's, or user's) times, statements and errors. */
+export function routeRows(rows: RowFact[]): (RouteRow & { profile: number })[] {
+  const byKey = new Map<string, RowFact[]>();
+  for (const r of rows) {
+    const list = byKey.get(r.key);
+    if (list === undefined) byKey.set(r.key, [r]);
+    else list.push(r);
+  }
+  return [...byKey].map(([key, list]) => {
+    const times = list.map((r) => num(r.ms)).sort((a, b) => a - b);
+    const slowest = list.reduce((a, b) => (num(b.ms) > num(a.ms) ? b : a));
+    const histogram = HISTOGRAM_EDGES.map(() => 0);
+    for (const t of times) histogram[HISTOGRAM_EDGES.findIndex((edge) => t <= edge)]++;
+    const statements = list.map((r) => num(r.n));
+    return {
+      key,
+      requests: list.length,
+      p50: round(quantile(times, 0.5)),
+      p95: round(quantile(times, 0.95)),
+      max: round(times[times.length - 1]),
+      total: round(times.reduce((a, b) => a + b, 0)),
+      errors: list.filter((r) => (num(r.bad) & ROUTE_ERROR) !== 0).length,
+      statements: { median: median(statements), max: Math.max(...statements) },
+      nPlusOne: list.filter((r) => (num(r.bad) & ROUTE_N_PLUS_ONE) !== 0).length,
+      histogram,
+      profile: num(slowest.profile),
+    };
+  }).sort((a, b) => b.total - a.total);
+}
+
+/** Everything the insights page and MCP's `insights` show of a period. */
+export async function insightsOf(store: ProfileReader, period: Period): Promise<Insights> {
+  const args = [period.from, period.to];
+  const rows = await store.select<RowFact>(ROWS_SQL, args);
+  const totals = (await store.select<TotalRow>(TOTALS_SQL, args)).map((t) => ({ ...t, requests: num(t.requests), count: num(t.count), total: round(num(t.total)), peak: round(num(t.peak)), bad: num(t.bad), first: num(t.first), last: num(t.last) }));
+  const of = (kind: string) => rows.filter((r) => r.kind === kind);
+  const requestRows = [...of('route'), ...of('command')];
+  const sparkline = Array.from({ length: SPARK_BUCKETS }, () => 0);
+  const span = Math.max(1, period.to - period.from + 1);
+  for (const r of requestRows) sparkline[Math.min(SPARK_BUCKETS - 1, Math.floor(((num(r.time) - period.from) / span) * SPARK_BUCKETS))]++;
+  const routes = routeRows(of('route')).slice(0, TOP);
+  const commands = routeRows(of('command')).slice(0, TOP);
+  const users = routeRows(of('user')).sort((a, b) => b.requests - a.requests).slice(0, TOP);
+  const calls = routeRows(of('call')).slice(0, TOP).map((c): TotalRow & { profile: number } => ({ kind: 'call', key: c.key, requests: c.requests, count: c.requests, total: c.total, peak: c.max, p95: c.p95, bad: of('call').filter((r) => r.key === c.key).reduce((a, r) => a + num(r.bad), 0), first: 0, last: 0, profile: c.profile }));
+  const top = (kinds: string[], by: (t: TotalRow) => number) => totals.filter((t) => kinds.includes(t.kind)).sort((a, b) => by(b) - by(a) || a.key.localeCompare(b.key)).slice(0, TOP);
+  const statements = top(['statement'], (t) => t.total);
+  const failures = top(['exception', 'refusal'], (t) => t.requests);
+  const cache = top(['cache'], (t) => t.count);
+  const missing = top(['missing'], (t) => t.count);
+  const warnings = top(['warning'], (t) => t.count);
+  // Each shown row's profile: its slowest (latest, where it has no time); statements' and errors' lines and routes.
+  const profiles = new Map<TotalRow | RouteRow, number>();
+  for (const list of [routes, commands, users, calls]) for (const r of list as (RouteRow & { profile: number })[]) profiles.set(r, r.profile);
+  for (const t of [...statements, ...failures, ...cache, ...missing, ...warnings]) {
+    const [shown] = await store.select<{ profile: number }>(SHOWN_BY_SQL, [t.kind, t.key, ...args]);
+    if (shown !== undefined) profiles.set(t, num(shown.profile));
+    if (t.kind === 'statement' || t.kind === 'exception' || t.kind === 'refusal') {
+      t.lines = (await store.select<{ line: string }>(LINES_SQL, [t.kind, t.key, ...args])).map((r) => r.line);
+      t.routes = (await store.select<{ key: string }>(ROUTES_OF_SQL, [t.kind, t.key, ...args])).map((r) => r.key);
+    }
+  }
+  const ids = [...new Set(profiles.values())];
+  const tokens = new Map<number, string>();
+  if (ids.length > 0) for (const r of await store.select<{ id: number; token: string }>(`SELECT id, token FROM profiles WHERE id IN (${ids.map(() => '?').join(', ')})`, ids)) tokens.set(num(r.id), r.token);
+  for (const [row, id] of profiles) {
+    row.token = tokens.get(id);
+    delete (row as { profile?: number }).profile;
+  }
+  const candidates = [
+    ...routes.map((r) => ({ card: 'routes' as const, key: r.key, total: r.total, token: r.token })),
+    ...statements.map((r) => ({ card: 'statements' as const, key: r.key, total: r.total, token: r.token })),
+    ...calls.map((r) => ({ card: 'calls' as const, key: r.key, total: r.total, token: r.token })),
+    ...commands.map((r) => ({ card: 'commands' as const, key: r.key, total: r.total, token: r.token })),
+  ];
+  const fixFirst = candidates.sort((a, b) => b.total - a.total)[0];
+  return { period, requests: requestRows.length, sparkline, routes, commands, statements, failures, calls, cache, missing, warnings, users, fixFirst };
+}

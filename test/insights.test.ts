@@ -1,0 +1,212 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import express from 'express';
+import express4 from 'express4';
+import { rateLimit } from 'express-rate-limit';
+import { Redis } from 'ioredis';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { webProfiler } from '../src/index.js';
+import Database from './fixtures/better-sqlite3.cjs';
+import { listen, tempDb, type Running } from './helpers.js';
+
+/**
+ * Insights across requests: a known mix of requests, and what each card of /_profiler/insights
+ * (and its JSON twin, and MCP's `insights`) says of it, in its order, each row linked to the profile
+ * that shows it: on SQLite and PostgreSQL, for Express 4 and 5.
+ */
+const pgUrl = inject('pgUrl');
+const redisUrl = inject('redisUrl');
+const KEY = 'insights-key';
+const spin = (ms: number) => {
+  const end = performance.now() + ms;
+  while (performance.now() < end);
+};
+
+const stores: [string, () => string | undefined][] = [['SQLite', () => tempDb()], ['PostgreSQL', () => pgUrl]];
+let schemas = 0;
+
+describe.each(stores.flatMap(([store, database]) => [[store, database, 'Express 5', express], [store, database, 'Express 4', express4]] as const))('%s, %s: a known mix', (storeName, databaseOf, _expressName, expressOf) => {
+  const database = databaseOf();
+  const skip = database === undefined;
+  let server: Running;
+  let closed: Running;
+  let profiler: ReturnType<typeof webProfiler>;
+  let redis: Redis | undefined;
+  const db = new Database(':memory:');
+  db.exec("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO items (name) VALUES ('a'), ('b'), ('c'), ('d'), ('e'), ('f')");
+  const tokens: Record<string, string[]> = {};
+  let json: any;
+
+  beforeAll(async () => {
+    if (skip) return;
+    profiler = webProfiler({ database: database!, schema: `insights_${process.pid}_${++schemas}`, secret: KEY, onError: () => {} });
+    if (redisUrl) redis = new Redis(redisUrl);
+    closed = await listen((_req: unknown, res: { end(): void }) => res.end());
+    const gone = `${closed.url}/prices/42`;
+    await closed.close();
+    const app = (expressOf as typeof express)();
+    app.use(profiler);
+    app.get('/items/:id', (req, res) => {
+      if (req.query.as) (req as { user?: unknown }).user = { id: 3, username: String(req.query.as) };
+      res.json(db.prepare('SELECT name FROM items WHERE id = ?').get(req.params.id));
+    });
+    // The slow one: 40 ms of the request's own work, one statement.
+    app.get('/report/:id', (_req, res) => {
+      spin(40);
+      res.json(db.prepare('SELECT count(*) AS n FROM items').get());
+    });
+    // A likely N+1: six statements from one line.
+    app.get('/list', (req, res) => {
+      const names = [];
+      for (let id = 1; id <= 6; id++) names.push(db.prepare('SELECT name FROM items WHERE id = ?').get(id));
+      req.log.warn(`stock low for item ${names.length}`);
+      res.json(names);
+    });
+    app.get('/boom/:id', (req) => {
+      throw new Error(`order ${req.params.id} cannot be priced`);
+    });
+    app.use('/limited', rateLimit({ windowMs: 60_000, limit: 1, legacyHeaders: false, standardHeaders: false }));
+    app.get('/limited', (_req, res) => res.send('within'));
+    app.get('/price', async (_req, res) => {
+      await fetch(gone).catch(() => {});
+      res.send('no price');
+    });
+    app.get('/cached/:id', async (req, res) => {
+      const key = `item:${req.params.id}`;
+      const hit = await redis!.get(key);
+      if (hit === null) await redis!.set(key, 'x', 'EX', 60);
+      res.send(hit ?? 'miss');
+    });
+    app.use(profiler.notFound);
+    app.use(profiler.errorHandler);
+    server = await listen(app);
+    const call = async (name: string, url: string, headers: Record<string, string> = {}) => {
+      const res = await fetch(server.url + url, { headers });
+      await res.arrayBuffer();
+      (tokens[name] ??= []).push(res.headers.get('x-debug-token')!);
+    };
+    for (let i = 0; i < 4; i++) await call('items', `/items/${i + 1}?as=ada`);
+    for (let i = 0; i < 3; i++) await call('report', `/report/${i}`);
+    for (let i = 0; i < 2; i++) await call('list', '/list');
+    await call('boom', '/boom/7', { accept: 'application/json' });
+    await call('boom', '/boom/8', { accept: 'application/json' });
+    await call('limited', '/limited');
+    await call('limited', '/limited');
+    await call('price', '/price');
+    if (redis) {
+      await redis.del('item:1', 'item:2');
+      for (const id of [1, 1, 2]) await call('cached', `/cached/${id}`);
+    }
+    await profiler.run('nightly import', async () => {
+      db.prepare('SELECT count(*) FROM items').get();
+    });
+    json = await (await fetch(`${server.url}/_profiler/insights`, { headers: { accept: 'application/json', 'x-profiler-secret': KEY } })).json();
+  });
+  afterAll(async () => {
+    await server?.close();
+    redis?.disconnect();
+    await profiler?.close();
+  });
+
+  it.skipIf(skip)('routes: by total time, with their percentiles, errors, statements and N+1, each linked to its slowest request', async () => {
+    const routes = json.routes as any[];
+    expect(routes[0]).toMatchObject({ key: 'GET /report/:id', requests: 3, statements: { median: 1, max: 1 }, errors: 0 });
+    expect(routes[0].p50).toBeGreaterThanOrEqual(40);
+    expect(tokens.report).toContain(routes[0].token);
+    const byKey = Object.fromEntries(routes.map((r) => [r.key, r]));
+    expect(byKey['GET /list']).toMatchObject({ requests: 2, statements: { median: 6, max: 6 }, nPlusOne: 2 });
+    expect(byKey['GET /boom/:id']).toMatchObject({ requests: 2, errors: 2 });
+    expect(byKey['GET /items/:id']).toMatchObject({ requests: 4, statements: { median: 1, max: 1 } });
+    expect(routes.map((r) => r.total)).toEqual([...routes.map((r) => r.total)].sort((a, b) => b - a));
+    expect(json.fixFirst).toMatchObject({ card: 'routes', key: 'GET /report/:id', token: routes[0].token });
+    // The slowest request is the one linked.
+    const slowest = await Promise.all(tokens.report.map(async (t) => (await (await fetch(`${server.url}/_profiler/${t}`, { headers: { accept: 'application/json', 'x-profiler-secret': KEY } })).json()).duration));
+    expect(routes[0].max).toBeCloseTo(Math.max(...slowest), 1);
+  });
+
+  it.skipIf(skip)('statements, failures, calls, cache, commands, warnings and users, each as counted', () => {
+    const statements = Object.fromEntries((json.statements as any[]).map((s) => [s.key, s]));
+    expect(statements['SELECT name FROM items WHERE id = ?']).toMatchObject({ count: 16, requests: 6, routes: ['GET /items/:id', 'GET /list'] });
+    expect(statements['SELECT name FROM items WHERE id = ?'].lines[0]).toMatch(/insights\.test\.ts:\d+$/);
+    expect(json.failures.map((f: any) => [f.kind, f.key, f.requests])).toEqual([
+      ['exception', 'Error: order # cannot be priced', 2],
+      ['refusal', 'express-rate-limit: # counted against a limit of #', 1],
+    ]);
+    expect(json.failures[0].routes).toEqual(['GET /boom/:id']);
+    expect(tokens.boom).toContain(json.failures[0].token);
+    expect(json.calls).toEqual([expect.objectContaining({ key: `GET ${new URL(closed.url).host}/prices/:id`, requests: 1, bad: 1, token: tokens.price[0] })]);
+    if (redis) expect(json.cache).toEqual([expect.objectContaining({ key: 'GET item:*', count: 3, bad: 2, requests: 3 })]);
+    expect(json.commands).toEqual([expect.objectContaining({ key: 'RUN nightly import', requests: 1, errors: 0 })]);
+    expect(json.warnings).toEqual([expect.objectContaining({ key: 'stock low for item #', count: 2, requests: 2 })]);
+    expect(json.users).toEqual([expect.objectContaining({ key: 'ada', requests: 4 })]);
+    expect(json.requests).toBe(Object.values(tokens).flat().length + 1);
+  });
+
+  it.skipIf(skip)('the page: each card, its rows linked, its pictures drawn without script', async () => {
+    const html = await (await fetch(`${server.url}/_profiler/insights`, { headers: { 'x-profiler-secret': KEY } })).text();
+    expect(html).toContain('<span class="badge s-client">Fix first</span> <strong>GET /report/:id</strong>');
+    for (const title of ['Routes', 'Statements', 'Exceptions and refusals', 'Outgoing calls', 'Cache keys', 'Jobs and commands', 'Missing translations and warnings', 'Who']) expect(html).toContain(`<h2>${title}</h2>`);
+    expect(html).toContain(`<a class="mono" href="/_profiler/${json.routes[0].token}">GET /report/:id</a>`);
+    // Each route's times as bars: the report's three requests all past 20 ms.
+    expect(html).toMatch(/GET \/report\/:id<\/a>.*?<svg class="bars" role="img" aria-label="Requests by time: (\d+ up to (50|100|200|500) ms(, )?)+"/s);
+    expect(html).toContain('N+1 × 2');
+    expect(html).not.toContain('<script>');
+  });
+
+  it.skipIf(skip || storeName !== 'SQLite')('MCP\'s insights answers the same top rows as the page', async () => {
+    const mcp = new Client({ name: 'test', version: '1.0.0' });
+    await mcp.connect(new StdioClientTransport({ command: process.execPath, args: [path.resolve('dist/cli.js'), 'mcp', '--db', database!], stderr: 'pipe' }));
+    try {
+      const result = (await mcp.callTool({ name: 'insights', arguments: { rows: 5 } })) as { structuredContent: any };
+      const answer = result.structuredContent.recorded;
+      expect(answer.fixFirst).toEqual(json.fixFirst);
+      expect(answer.routes.map((r: any) => [r.key, r.token])).toEqual(json.routes.slice(0, 5).map((r: any) => [r.key, r.token]));
+      expect(answer.statements.map((s: any) => s.key)).toEqual(json.statements.slice(0, 5).map((s: any) => s.key));
+      expect(answer.failures.map((s: any) => s.key)).toEqual(json.failures.slice(0, 5).map((s: any) => s.key));
+    } finally {
+      await mcp.close();
+    }
+  });
+});
+
+describe.each(stores)('%s: regressions between two periods', (_name, databaseOf) => {
+  const database = databaseOf();
+  it.skipIf(database === undefined)('a route made slower and given one more statement is flagged; an unchanged one is not', async () => {
+    const profiler = webProfiler({ database: database!, schema: `regress_${process.pid}_${++schemas}`, secret: KEY, onError: () => {} });
+    const db = new Database(':memory:');
+    db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY)');
+    let slower = false;
+    const app = express();
+    app.use(profiler);
+    app.get('/changed', (_req, res) => {
+      db.prepare('SELECT count(*) FROM t').get();
+      if (slower) {
+        spin(25);
+        db.prepare('SELECT max(id) FROM t').get();
+      }
+      res.send('ok');
+    });
+    app.get('/same', (_req, res) => res.json(db.prepare('SELECT count(*) FROM t').get()));
+    const server = await listen(app);
+    try {
+      const round = async () => {
+        for (let i = 0; i < 4; i++) for (const route of ['/changed', '/same']) await (await fetch(server.url + route)).arrayBuffer();
+      };
+      await round();
+      const at = Date.now() + 1;
+      while (Date.now() <= at);
+      slower = true;
+      await round();
+      const answer = await (await fetch(`${server.url}/_profiler/insights?period=all&compare=${at}`, { headers: { accept: 'application/json', 'x-profiler-secret': KEY } })).json();
+      const flagged = answer.regressions.filter((r: any) => r.flagged).map((r: any) => [r.key, r.metric]);
+      expect(flagged).toEqual(expect.arrayContaining([['GET /changed', 'p50'], ['GET /changed', 'p95'], ['GET /changed', 'statements a request']]));
+      expect(flagged.filter(([key]: string[]) => key === 'GET /same')).toEqual([]);
+      const page = await (await fetch(`${server.url}/_profiler/insights?period=all&compare=${at}`, { headers: { 'x-profiler-secret': KEY } })).text();
+      expect(page).toMatch(/GET \/changed<\/a><\/td><td>p95<\/td>.*<span class="badge s-client">grew<\/span>/);
+    } finally {
+      await server.close();
+      await profiler.close();
+    }
+  });
+});
