@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { webProfiler } from '../src/index.js';
 import Database from './fixtures/better-sqlite3.cjs';
 import { listen, tempDb, type Running } from './helpers.js';
+import { openReader } from '../src/storage/open.js';
 
 /**
  * Insights across requests: a known mix of requests, and what each card of /_profiler/insights
@@ -29,6 +30,7 @@ let schemas = 0;
 describe.each(stores.flatMap(([store, database]) => [[store, database, 'Express 5', express], [store, database, 'Express 4', express4]] as const))('%s, %s: a known mix', (storeName, databaseOf, _expressName, expressOf) => {
   const database = databaseOf();
   const skip = database === undefined;
+  const schema = `insights_${process.pid}_${++schemas}`;
   let server: Running;
   let closed: Running;
   let profiler: ReturnType<typeof webProfiler>;
@@ -40,7 +42,7 @@ describe.each(stores.flatMap(([store, database]) => [[store, database, 'Express 
 
   beforeAll(async () => {
     if (skip) return;
-    profiler = webProfiler({ database: database!, schema: `insights_${process.pid}_${++schemas}`, secret: KEY, onError: () => {} });
+    profiler = webProfiler({ database: database!, schema, secret: KEY, onError: () => {} });
     if (redisUrl) redis = new Redis(redisUrl);
     closed = await listen((_req: unknown, res: { end(): void }) => res.end());
     const gone = `${closed.url}/prices/42`;
@@ -167,6 +169,25 @@ describe.each(stores.flatMap(([store, database]) => [[store, database, 'Express 
     } finally {
       await mcp.close();
     }
+  });
+
+  it.skipIf(skip)('a period counts only its own requests, and a profile deleted takes its counts with it', async () => {
+    const ask = async (query: string) => (await fetch(`${server.url}/_profiler/insights?${query}`, { headers: { accept: 'application/json', 'x-profiler-secret': KEY } })).json();
+    const before = await ask(`start=0&end=${json.period.from - 1}`);
+    expect(before.requests).toBe(0);
+    expect((await ask('period=hour')).requests).toBe(json.requests);
+    // Retention's way out, as `web-profiler purge` takes it: the profiles of the boom route go, and their counts with them.
+    const store = openReader(database!, schema);
+    try {
+      const boomAt = Math.max(...(await Promise.all(tokens.boom.map(async (t) => (await store.read(t))!.time))));
+      await store.purge(boomAt + 1);
+    } finally {
+      await store.close();
+    }
+    const after = await ask(`start=0&end=${Date.now() + 1}`);
+    expect(after.routes.map((r: any) => r.key)).not.toContain('GET /boom/:id');
+    expect(after.failures.map((f: any) => f.kind)).not.toContain('exception');
+    expect(after.requests).toBeLessThan(json.requests);
   });
 });
 
