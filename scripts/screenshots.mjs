@@ -1,5 +1,5 @@
 // npm run screenshots: the README's pictures, taken from the demo as it runs now, so they stay true.
-// The list, a refused sign-in's profile and a database panel, light and dark, into docs/images/.
+// The list, a refused sign-in's profile, a database panel and the insights page, light and dark, into docs/images/.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -33,6 +33,7 @@ try {
     ['list', '/_profiler/'],
     ['refused', `/_profiler/${refused.headers.get('x-debug-token')}`],
     ['db', `/_profiler/${ok.headers.get('x-debug-token')}?panel=db`],
+    ['insights', '/_profiler/insights'],
   ];
   for (const scheme of ['light', 'dark']) {
     const context = await browser.newContext({ viewport: { width: 1280, height: 720 }, colorScheme: scheme, deviceScaleFactor: 1 });

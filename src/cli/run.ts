@@ -26,7 +26,7 @@ const USAGE = `usage: web-profiler <command> [options]
   tail  [--json]                      each request as it is stored, one line a request,
                                       coloured by status (also from other processes)
   mcp                                 a read-only MCP server on stdio, for coding agents
-                                      (tools: search_requests, get_profile, latest_errors)
+                                      (tools: search_requests, get_profile, latest_errors, insights)
 
   --db FILE|URL    the SQLite file, or a postgres:// URL (default: WEB_PROFILER_DB,
                    else storage/profiler.sqlite); a URL with a password belongs in

@@ -74,7 +74,8 @@ export function factsOf(summary: RecordSummary, record: ProfileRecord, type: str
     }
     for (const { lines: _lines, ...g } of groups.values()) facts.push(g);
   }
-  const failed = summary.status >= 500 || record.exception !== undefined || (type === 'command' && summary.status !== 0);
+  // A 4xx is the client's (a 404 notFound describes as an exception is no failure of the route); an exception answered 2xx or 3xx is one.
+  const failed = type === 'command' ? summary.status !== 0 : summary.status >= 500 || (record.exception !== undefined && summary.status < 400);
   const name = type === 'command' ? `${summary.method} ${summary.url.replace(/\s*#\S+$/, '')}` : `${summary.method} ${record.route ?? '(no route)'}`;
   facts.unshift({ kind: type === 'command' ? 'command' : 'route', key: cut(name), n: inside?.queries.length ?? 0, ms: summary.duration, peak: summary.duration, bad: (failed ? ROUTE_ERROR : 0) | (nPlusOne ? ROUTE_N_PLUS_ONE : 0) });
   const thrown = record.exception?.chain[0];
