@@ -21,6 +21,8 @@ export interface Fact {
   bad: number;
   /** The app's line: a statement's first caller, an exception's throwing line. */
   line?: string;
+  /** The route (or command) of the profile it was seen in: what ran it. */
+  route?: string;
 }
 
 export type FactKind = 'route' | 'command' | 'statement' | 'exception' | 'refusal' | 'call' | 'cache' | 'missing' | 'warning' | 'user';
@@ -77,7 +79,8 @@ export function factsOf(summary: RecordSummary, record: ProfileRecord, type: str
   // A 4xx is the client's (a 404 notFound describes as an exception is no failure of the route); an exception answered 2xx or 3xx is one.
   const failed = type === 'command' ? summary.status !== 0 : summary.status >= 500 || (record.exception !== undefined && summary.status < 400);
   const name = type === 'command' ? `${summary.method} ${summary.url.replace(/\s*#\S+$/, '')}` : `${summary.method} ${record.route ?? '(no route)'}`;
-  facts.unshift({ kind: type === 'command' ? 'command' : 'route', key: cut(name), n: inside?.queries.length ?? 0, ms: summary.duration, peak: summary.duration, bad: (failed ? ROUTE_ERROR : 0) | (nPlusOne ? ROUTE_N_PLUS_ONE : 0) });
+  const route = cut(name);
+  facts.unshift({ kind: type === 'command' ? 'command' : 'route', key: route, n: inside?.queries.length ?? 0, ms: summary.duration, peak: summary.duration, bad: (failed ? ROUTE_ERROR : 0) | (nPlusOne ? ROUTE_N_PLUS_ONE : 0) });
   const thrown = record.exception?.chain[0];
   if (thrown !== undefined) {
     const at = thrown.frames.find((f) => f.kind === 'app');
@@ -97,6 +100,7 @@ export function factsOf(summary: RecordSummary, record: ProfileRecord, type: str
   for (const m of record.translations?.messages ?? []) if (m.state === 'missing') facts.push({ kind: 'missing', key: cut(`${m.ns}:${m.key} (${m.lng})`), n: m.count, ms: 0, peak: 0, bad: m.count });
   for (const line of record.logs ?? []) if (line.level === 'warn') facts.push({ kind: 'warning', key: messagePattern(line.message), n: 1, ms: 0, peak: 0, bad: 0 });
   if (summary.user) facts.push({ kind: 'user', key: summary.user, n: 1, ms: summary.duration, peak: summary.duration, bad: failed ? 1 : 0 });
+  for (const f of facts) if (f.kind !== 'route' && f.kind !== 'command') f.route = route;
   return merged(facts);
 }
 

@@ -142,7 +142,7 @@ export function recordOf(c: Captured, options: RecordOptions): { summary: Record
  * value that was hidden anywhere in it. Costs a search of the JSON for each hidden value; the
  * JSON is read and written again only when one is found.
  */
-export function sealedRow<T extends { summary: RecordSummary; data: string; facts?: { key: string; line?: string }[] }>(row: T, hidden: HiddenValues): T {
+export function sealedRow<T extends { summary: RecordSummary; data: string; facts?: { key: string; line?: string; route?: string }[] }>(row: T, hidden: HiddenValues): T {
   if (hidden.size === 0) return row;
   const { summary } = row;
   summary.url = hidden.cut(summary.url);
@@ -152,6 +152,7 @@ export function sealedRow<T extends { summary: RecordSummary; data: string; fact
   for (const fact of row.facts ?? []) {
     fact.key = hidden.cut(fact.key);
     if (fact.line !== undefined) fact.line = hidden.cut(fact.line);
+    if (fact.route !== undefined) fact.route = hidden.cut(fact.route);
   }
   return row;
 }

@@ -78,13 +78,11 @@ export const TOP = 10;
 type RowFact = { profile: number; time: number; kind: string; key: string; n: number; ms: number; bad: number };
 
 const ROWS_SQL = "SELECT profile, time, kind, key, n, ms, bad FROM facts WHERE kind IN ('route', 'command', 'user', 'call') AND time >= ? AND time <= ?";
-const TOTALS_SQL = `SELECT kind, key, CAST(count(*) AS INTEGER) AS requests, CAST(sum(n) AS DOUBLE PRECISION) AS count, CAST(sum(ms) AS DOUBLE PRECISION) AS total,
+/** One scan of the period: each fact's sums by what it is, the route it ran in and its line (merged by key here). */
+const TOTALS_SQL = `SELECT kind, key, route, line, CAST(count(*) AS INTEGER) AS requests, CAST(sum(n) AS DOUBLE PRECISION) AS count, CAST(sum(ms) AS DOUBLE PRECISION) AS total,
   max(peak) AS peak, CAST(sum(bad) AS DOUBLE PRECISION) AS bad, CAST(min(time) AS DOUBLE PRECISION) AS first, CAST(max(time) AS DOUBLE PRECISION) AS last
-  FROM facts WHERE kind IN ('statement', 'exception', 'refusal', 'cache', 'missing', 'warning') AND time >= ? AND time <= ? GROUP BY kind, key`;
+  FROM facts WHERE kind IN ('statement', 'exception', 'refusal', 'cache', 'missing', 'warning') AND time >= ? AND time <= ? GROUP BY kind, key, route, line`;
 const SHOWN_BY_SQL = 'SELECT profile FROM facts WHERE kind = ? AND key = ? AND time >= ? AND time <= ? ORDER BY peak DESC, profile DESC LIMIT 1';
-const LINES_SQL = 'SELECT line, CAST(count(*) AS INTEGER) AS n FROM facts WHERE kind = ? AND key = ? AND time >= ? AND time <= ? AND line IS NOT NULL GROUP BY line ORDER BY n DESC LIMIT 3';
-const ROUTES_OF_SQL = `SELECT r.key AS key, CAST(count(*) AS INTEGER) AS n FROM facts f JOIN facts r ON r.profile = f.profile AND r.kind IN ('route', 'command')
-  WHERE f.kind = ? AND f.key = ? AND f.time >= ? AND f.time <= ? GROUP BY r.key ORDER BY n DESC LIMIT 3`;
 
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
 
@@ -127,11 +125,35 @@ export function routeRows(rows: RowFact[]): (RouteRow & { profile: number })[] {
   }).sort((a, b) => b.total - a.total);
 }
 
+type TotalPart = Omit<TotalRow, 'lines' | 'routes' | 'token' | 'p95'> & { route: string | null; line: string | null };
+
+/** The period's sums by kind, key, route and line, as one row a kind and key, with its routes and lines most first. */
+function totalsOf(parts: TotalPart[]): TotalRow[] {
+  const byKey = new Map<string, TotalRow & { byRoute: Map<string, number>; byLine: Map<string, number> }>();
+  for (const p of parts) {
+    const id = `${p.kind}\t${p.key}`;
+    let t = byKey.get(id);
+    if (t === undefined) byKey.set(id, (t = { kind: p.kind, key: p.key, requests: 0, count: 0, total: 0, peak: 0, bad: 0, first: Infinity, last: 0, byRoute: new Map(), byLine: new Map() }));
+    const requests = num(p.requests);
+    t.requests += requests;
+    t.count += num(p.count);
+    t.total += num(p.total);
+    t.peak = Math.max(t.peak, num(p.peak));
+    t.bad += num(p.bad);
+    t.first = Math.min(t.first, num(p.first));
+    t.last = Math.max(t.last, num(p.last));
+    if (p.route !== null) t.byRoute.set(p.route, (t.byRoute.get(p.route) ?? 0) + requests);
+    if (p.line !== null) t.byLine.set(p.line, (t.byLine.get(p.line) ?? 0) + requests);
+  }
+  const most = (counts: Map<string, number>) => [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, 3).map(([name]) => name);
+  return [...byKey.values()].map(({ byRoute, byLine, ...t }) => ({ ...t, total: round(t.total), peak: round(t.peak), routes: most(byRoute), lines: most(byLine) }));
+}
+
 /** Everything the insights page and MCP's `insights` show of a period. */
 export async function insightsOf(store: ProfileReader, period: Period): Promise<Insights> {
   const args = [period.from, period.to];
   const rows = await store.select<RowFact>(ROWS_SQL, args);
-  const totals = (await store.select<TotalRow>(TOTALS_SQL, args)).map((t) => ({ ...t, requests: num(t.requests), count: num(t.count), total: round(num(t.total)), peak: round(num(t.peak)), bad: num(t.bad), first: num(t.first), last: num(t.last) }));
+  const totals = totalsOf(await store.select<TotalPart>(TOTALS_SQL, args));
   const of = (kind: string) => rows.filter((r) => r.kind === kind);
   const requestRows = [...of('route'), ...of('command')];
   const sparkline = Array.from({ length: SPARK_BUCKETS }, () => 0);
@@ -153,9 +175,9 @@ export async function insightsOf(store: ProfileReader, period: Period): Promise<
   for (const t of [...statements, ...failures, ...cache, ...missing, ...warnings]) {
     const [shown] = await store.select<{ profile: number }>(SHOWN_BY_SQL, [t.kind, t.key, ...args]);
     if (shown !== undefined) profiles.set(t, num(shown.profile));
-    if (t.kind === 'statement' || t.kind === 'exception' || t.kind === 'refusal') {
-      t.lines = (await store.select<{ line: string }>(LINES_SQL, [t.kind, t.key, ...args])).map((r) => r.line);
-      t.routes = (await store.select<{ key: string }>(ROUTES_OF_SQL, [t.kind, t.key, ...args])).map((r) => r.key);
+    if (t.kind !== 'statement' && t.kind !== 'exception' && t.kind !== 'refusal') {
+      delete t.lines;
+      delete t.routes;
     }
   }
   const ids = [...new Set(profiles.values())];

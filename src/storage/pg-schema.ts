@@ -67,7 +67,8 @@ const MIGRATIONS: string[] = [
      ms double precision NOT NULL,
      peak double precision NOT NULL,
      bad integer NOT NULL,
-     line text
+     line text,
+     route text
    );
    CREATE INDEX facts_time ON facts (kind, time);
    CREATE INDEX facts_key ON facts (kind, key, peak);

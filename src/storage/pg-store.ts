@@ -298,9 +298,9 @@ const INSERT_SQL = `WITH batch AS (
     INSERT INTO profile_data (id, encoding, data, config)
     SELECT s.id, b.encoding, b.data, u.id FROM stored s JOIN batch b ON b.token = s.token LEFT JOIN used u ON u.data = ($19::text[])[b.config]
   ), facts_of AS (
-    INSERT INTO facts (profile, time, kind, key, n, ms, peak, bad, line)
-    SELECT s.id, b.time, f.kind, f.key, f.n, f.ms, f.peak, f.bad, f.line
-    FROM unnest($21::text[], $22::text[], $23::text[], $24::integer[], $25::float8[], $26::float8[], $27::integer[], $28::text[]) AS f(token, kind, key, n, ms, peak, bad, line)
+    INSERT INTO facts (profile, time, kind, key, n, ms, peak, bad, line, route)
+    SELECT s.id, b.time, f.kind, f.key, f.n, f.ms, f.peak, f.bad, f.line, f.route
+    FROM unnest($21::text[], $22::text[], $23::text[], $24::integer[], $25::float8[], $26::float8[], $27::integer[], $28::text[], $29::text[]) AS f(token, kind, key, n, ms, peak, bad, line, route)
     JOIN stored s ON s.token = f.token JOIN batch b ON b.token = f.token
   )
   SELECT token FROM stored`;
@@ -308,8 +308,8 @@ const INSERT_SQL = `WITH batch AS (
 /** A batch as INSERT_SQL's parameters: the column arrays it unnests, then its configs and the time, then its facts; a token twice in one batch keeps its first row. */
 function columnsOf(rows: StoredProfile[]): unknown[] {
   const cols: unknown[][] = Array.from({ length: 18 }, () => []);
-  // Each fact as one entry of eight arrays, named by its profile's token (see facts_of).
-  const facts: unknown[][] = Array.from({ length: 8 }, () => []);
+  // Each fact as one entry of nine arrays, named by its profile's token (see facts_of).
+  const facts: unknown[][] = Array.from({ length: 9 }, () => []);
   const configs: string[] = [];
   const seen = new Set<string>();
   for (const { summary: s, data, config, facts: derived } of rows) {
@@ -318,7 +318,7 @@ function columnsOf(rows: StoredProfile[]): unknown[] {
     const [encoding, body] = encode(data);
     const values = [s.token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null, s.trace ?? null, s.label ?? null, s.failed ?? 0, s.blockedBy ?? null, s.user ?? null, encoding, typeof body === 'string' ? Buffer.from(body) : body, config === undefined ? null : configAt(configs, config)];
     values.forEach((v, i) => cols[i].push(v));
-    for (const f of derived ?? []) [s.token, f.kind, f.key, f.n, f.ms, f.peak, f.bad, f.line ?? null].forEach((v, i) => facts[i].push(v));
+    for (const f of derived ?? []) [s.token, f.kind, f.key, f.n, f.ms, f.peak, f.bad, f.line ?? null, f.route ?? null].forEach((v, i) => facts[i].push(v));
   }
   return [...cols, configs, Date.now(), ...facts];
 }

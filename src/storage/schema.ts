@@ -59,7 +59,8 @@ const MIGRATIONS: string[] = [
      ms REAL NOT NULL,
      peak REAL NOT NULL,
      bad INTEGER NOT NULL,
-     line TEXT
+     line TEXT,
+     route TEXT
    );
    CREATE INDEX facts_time ON facts (kind, time);
    CREATE INDEX facts_key ON facts (kind, key, peak);

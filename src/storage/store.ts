@@ -36,7 +36,7 @@ export class ProfileStore implements ProfileReader {
       // Each in its own subquery: SQLite reads min() or max() alone off the end of the id b-tree, both together by scanning every row.
       span: db.prepare('SELECT (SELECT min(id) FROM profiles) AS first, (SELECT max(id) FROM profiles) AS last'),
       insertData: db.prepare('INSERT INTO profile_data (id, encoding, data, config) VALUES (?, ?, ?, ?)'),
-      insertFact: db.prepare('INSERT INTO facts (profile, time, kind, key, n, ms, peak, bad, line) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+      insertFact: db.prepare('INSERT INTO facts (profile, time, kind, key, n, ms, peak, bad, line, route) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       useConfig: db.prepare('INSERT INTO configs (data, used) VALUES (?, ?) ON CONFLICT (data) DO UPDATE SET used = excluded.used RETURNING id'),
       pruneConfigs: db.prepare(PRUNE_CONFIGS_SQL),
       read: db.prepare(READ_SQL),
@@ -64,7 +64,7 @@ export class ProfileStore implements ProfileReader {
         const [encoding, stored] = encode(data);
         last = Number(result.lastInsertRowid);
         this.stmts.insertData.run(last, encoding, stored, config === undefined ? null : configId(config));
-        for (const f of facts ?? []) this.stmts.insertFact.run(last, s.time, f.kind, f.key, f.n, f.ms, f.peak, f.bad, f.line ?? null);
+        for (const f of facts ?? []) this.stmts.insertFact.run(last, s.time, f.kind, f.key, f.n, f.ms, f.peak, f.bad, f.line ?? null, f.route ?? null);
       }
       return last;
     });
