@@ -214,6 +214,11 @@ async function seed(file, n, pg) {
       status, statusMessage: 'OK', head, responseBody: { text: json, bytes: false, size: json.length }, route: '/api/orders/:id', params: { id: String(i) },
       trail: ['middleware\tjsonParser', 0.1, 'route\troute GET /api/orders/:id', 0.4, 'handler\tshowOrder', 0.5],
       logs: [{ time, level: 'info', message: 'order received', context: { items: 3 }, channel: 'app' }, { time, level: 'info', message: 'order priced', context: { total: 32.25 }, channel: 'app' }],
+      // Two statements a request, as a page reading an order does: what the insights' statements card sums.
+      inside: { queries: [
+        { driver: 'better-sqlite3', sql: 'SELECT * FROM orders WHERE id = ?', params: [i], start: 0.5, end: 0.7, caller: '/app/orders.js:12' },
+        { driver: 'better-sqlite3', sql: `SELECT * FROM lines WHERE order_id = ${i % 1000}`, params: [], start: 0.8, end: 1.1, caller: '/app/orders.js:19' },
+      ], queryCount: 2, queryTime: 0.5, calls: [], callCount: 0, marks: [] },
       // One request in three made by one of 40 signed-in users: what the search's user filter reads.
       who: i % 3 === 0 ? { user: { id: i % 40, username: `user${i % 40}` } } : undefined,
     }, options);

@@ -121,7 +121,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const database = storedAt(resolved.database);
   const options = withKey(resolved, database);
   const { maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, schema, instance } = options;
-  const writer = new ProfileWriter({ database, schema, instance, maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys }, options.onError);
+  const writer = new ProfileWriter({ database, schema, instance, maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, insights: options.insights }, options.onError);
   const storage = pageStorage(database, schema, (token) => writer.taken.add(token));
   const tellOwn = onceEach(options.onError);
   skipFrames(options.skipFrames);

@@ -42,7 +42,7 @@ describe.each(stores.flatMap(([store, database]) => [[store, database, 'Express 
 
   beforeAll(async () => {
     if (skip) return;
-    profiler = webProfiler({ database: database!, schema, secret: KEY, onError: () => {} });
+    profiler = webProfiler({ database: database!, schema, secret: KEY, insights: true, onError: () => {} });
     if (redisUrl) redis = new Redis(redisUrl);
     closed = await listen((_req: unknown, res: { end(): void }) => res.end());
     const gone = `${closed.url}/prices/42`;
@@ -194,7 +194,7 @@ describe.each(stores.flatMap(([store, database]) => [[store, database, 'Express 
 describe.each(stores)('%s: regressions between two periods', (_name, databaseOf) => {
   const database = databaseOf();
   it.skipIf(database === undefined)('a route made slower and given one more statement is flagged; an unchanged one is not', async () => {
-    const profiler = webProfiler({ database: database!, schema: `regress_${process.pid}_${++schemas}`, secret: KEY, onError: () => {} });
+    const profiler = webProfiler({ database: database!, schema: `regress_${process.pid}_${++schemas}`, secret: KEY, insights: true, onError: () => {} });
     const db = new Database(':memory:');
     db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY)');
     let slower = false;
@@ -225,6 +225,26 @@ describe.each(stores)('%s: regressions between two periods', (_name, databaseOf)
       expect(flagged.filter(([key]: string[]) => key === 'GET /same')).toEqual([]);
       const page = await (await fetch(`${server.url}/_profiler/insights?period=all&compare=${at}`, { headers: { 'x-profiler-secret': KEY } })).text();
       expect(page).toMatch(/GET \/changed<\/a><\/td><td>p95<\/td>.*<span class="badge s-client">grew<\/span>/);
+    } finally {
+      await server.close();
+      await profiler.close();
+    }
+  });
+});
+
+describe('off by default', () => {
+  it('stores nothing for insights, and the page says how to turn them on', async () => {
+    const profiler = webProfiler({ database: tempDb(), secret: KEY, onError: () => {} });
+    const app = express();
+    app.use(profiler);
+    app.get('/x', (_req, res) => res.send('x'));
+    const server = await listen(app);
+    try {
+      await (await fetch(`${server.url}/x`)).arrayBuffer();
+      const json = await (await fetch(`${server.url}/_profiler/insights`, { headers: { accept: 'application/json', 'x-profiler-secret': KEY } })).json();
+      expect(json).toMatchObject({ recording: false, requests: 0, routes: [] });
+      const page = await (await fetch(`${server.url}/_profiler/insights`, { headers: { 'x-profiler-secret': KEY } })).text();
+      expect(page).toContain('Start it with <code>webProfiler({ insights: true })</code>');
     } finally {
       await server.close();
       await profiler.close();

@@ -42,9 +42,9 @@ export function configFrom(env: NodeJS.ProcessEnv = process.env): DemoConfig {
 export function profilerOptions(config: DemoConfig): ProfilerOptions {
   switch (config.env) {
     case 'dev':
-      return { enabled: true, debug: true, database: config.profilerDb, secret: config.profilerSecret, allowedHosts: [config.adminHost], maxProfiles: config.maxProfiles };
+      return { enabled: true, debug: true, database: config.profilerDb, secret: config.profilerSecret, allowedHosts: [config.adminHost], maxProfiles: config.maxProfiles, insights: true };
     case 'staging':
-      return { enabled: true, debug: false, database: config.profilerDb, secret: config.profilerSecret, allowedHosts: [config.adminHost], maxProfiles: config.maxProfiles };
+      return { enabled: true, debug: false, database: config.profilerDb, secret: config.profilerSecret, allowedHosts: [config.adminHost], maxProfiles: config.maxProfiles, insights: true };
     case 'prod':
       return { enabled: false, debug: false };
   }

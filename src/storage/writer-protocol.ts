@@ -6,6 +6,8 @@ import type { QueueOptions } from './queue.js';
 /** What the writer thread needs of a profiler's options: plain data, no functions. */
 export type WriterOptions = QueueOptions & RecordOptions & {
   debug: boolean;
+  /** Store the facts the insights page counts beside each profile (see redaction/facts.ts). */
+  insights: boolean;
   /** The app, once its first request has been seen (see recording/app-info.ts). */
   app?: AppInfo;
 };

@@ -61,11 +61,13 @@ function handle(msg: ToWriter): void {
         const { summary, record, hidden } = recordOf(c, options);
         const type = c.command === undefined ? 'request' : 'command';
         const row = serialiseRecord({ ...summary, type, instance: options.instance }, record, processConfig(options.debug, options.app));
-        // What it adds to the insights across requests: a failure costs those, never the profile.
-        try {
-          row.facts = factsOf(row.summary, record, type);
-        } catch (err) {
-          tell(`a profile's insights could not be derived: ${(err as Error)?.message ?? err}`);
+        // What it adds to the insights across requests, where they are on: a failure costs those, never the profile.
+        if (options.insights) {
+          try {
+            row.facts = factsOf(row.summary, record, type);
+          } catch (err) {
+            tell(`a profile's insights could not be derived: ${(err as Error)?.message ?? err}`);
+          }
         }
         return sealedRow(row, hidden);
       };

@@ -329,8 +329,8 @@ export function profilerPages(deps: PagesDeps) {
     const key = JSON.stringify(parsed.form);
     const insights = await cachedInsights(`i${key}`, () => insightsOf(store, parsed.period));
     const regressions = parsed.compare === undefined ? undefined : await cachedInsights(`r${key}`, () => regressionsOf(store, parsed.period, parsed.compare!));
-    if (wantsJson(req)) return void res.json({ ...insights, regressions, form: parsed.form });
-    sendPage(res, 200, 'profiler/insights', { title: 'Insights', nav: 'insights', insights, regressions, form: parsed.form, name: parsed.name, compare: parsed.compare, barsSvg, histogramLabel });
+    if (wantsJson(req)) return void res.json({ ...insights, regressions, form: parsed.form, recording: options.insights });
+    sendPage(res, 200, 'profiler/insights', { title: 'Insights', nav: 'insights', insights, regressions, form: parsed.form, name: parsed.name, compare: parsed.compare, recording: options.insights, barsSvg, histogramLabel });
   }
 
   async function latest(req: Request, res: Response, type: string) {
