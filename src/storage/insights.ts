@@ -117,7 +117,7 @@ export function routeRows(rows: RowFact[]): (RouteRow & { profile: number })[] {
       max: round(times[times.length - 1]),
       total: round(times.reduce((a, b) => a + b, 0)),
       errors: list.filter((r) => (num(r.bad) & ROUTE_ERROR) !== 0).length,
-      statements: { median: median(statements), max: Math.max(...statements) },
+      statements: { median: median(statements), max: statements.reduce((a, b) => Math.max(a, b), 0) },
       nPlusOne: list.filter((r) => (num(r.bad) & ROUTE_N_PLUS_ONE) !== 0).length,
       histogram,
       profile: num(slowest.profile),
@@ -157,8 +157,10 @@ export async function insightsOf(store: ProfileReader, period: Period): Promise<
   const of = (kind: string) => rows.filter((r) => r.kind === kind);
   const requestRows = [...of('route'), ...of('command')];
   const sparkline = Array.from({ length: SPARK_BUCKETS }, () => 0);
-  const span = Math.max(1, period.to - period.from + 1);
-  for (const r of requestRows) sparkline[Math.min(SPARK_BUCKETS - 1, Math.floor(((num(r.time) - period.from) / span) * SPARK_BUCKETS))]++;
+  // A period from the beginning of time ("all") is drawn from its first request.
+  const start = period.from > 0 ? period.from : requestRows.reduce((a, r) => Math.min(a, num(r.time)), period.to);
+  const span = Math.max(1, period.to - start + 1);
+  for (const r of requestRows) sparkline[Math.min(SPARK_BUCKETS - 1, Math.max(0, Math.floor(((num(r.time) - start) / span) * SPARK_BUCKETS)))]++;
   const routes = routeRows(of('route')).slice(0, TOP);
   const commands = routeRows(of('command')).slice(0, TOP);
   const users = routeRows(of('user')).sort((a, b) => b.requests - a.requests).slice(0, TOP);
