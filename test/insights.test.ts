@@ -4,6 +4,7 @@ import express from 'express';
 import express4 from 'express4';
 import { rateLimit } from 'express-rate-limit';
 import { Redis } from 'ioredis';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { webProfiler } from '../src/index.js';
@@ -225,6 +226,34 @@ describe.each(stores)('%s: regressions between two periods', (_name, databaseOf)
       expect(flagged.filter(([key]: string[]) => key === 'GET /same')).toEqual([]);
       const page = await (await fetch(`${server.url}/_profiler/insights?period=all&compare=${at}`, { headers: { 'x-profiler-secret': KEY } })).text();
       expect(page).toMatch(/GET \/changed<\/a><\/td><td>p95<\/td>.*<span class="badge s-client">grew<\/span>/);
+    } finally {
+      await server.close();
+      await profiler.close();
+    }
+  });
+});
+
+describe('hidden once, hidden in the insights too', () => {
+  it('a key an earlier request hid is in no fact of a later one; a name that is not a secret stays', async () => {
+    const database = tempDb();
+    const profiler = webProfiler({ database, secret: KEY, insights: true, onError: () => {} });
+    const planted = 'planted7Qw8Er9Ty0Ui1Op2As3Df4Gh';
+    const app = express();
+    app.use(profiler);
+    app.get('/keyed', (_req, res) => res.send('ok'));
+    app.get('/retry', (req, res) => {
+      req.log.warn(`retrying with key ${planted} for tokenName ci-deploy`);
+      res.send('retried');
+    });
+    const server = await listen(app);
+    try {
+      await (await fetch(`${server.url}/keyed`, { headers: { 'x-api-key': planted } })).arrayBuffer();
+      await (await fetch(`${server.url}/retry`)).arrayBuffer();
+      const json = await (await fetch(`${server.url}/_profiler/insights`, { headers: { accept: 'application/json', 'x-profiler-secret': KEY } })).json();
+      expect(json.warnings.map((w: any) => w.key)).toEqual(['retrying with key [redacted] for tokenName ci-deploy']);
+      await profiler.flush();
+      const file = readFileSync(database).toString('latin1') + (existsSync(`${database}-wal`) ? readFileSync(`${database}-wal`).toString('latin1') : '');
+      expect(file).not.toContain(planted);
     } finally {
       await server.close();
       await profiler.close();
