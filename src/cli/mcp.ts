@@ -281,9 +281,15 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
   }, async ({ period, since, until, compare, rows }) => {
     const parsed = parsePeriod({ period, start: since, end: until, compare }, Date.now(), null);
     if (!parsed.ok) return failure(parsed.error);
-    const found = await insightsOf(store, parsed.period);
-    const regressions = parsed.compare === undefined ? undefined : await regressionsOf(store, parsed.period, parsed.compare);
-    return answer(compactInsights(found, rows ?? 5, regressions));
+    try {
+      const found = await insightsOf(store, parsed.period);
+      const regressions = parsed.compare === undefined ? undefined : await regressionsOf(store, parsed.period, parsed.compare);
+      return answer(compactInsights(found, rows ?? 5, regressions));
+    } catch (err) {
+      // A store an older version of the profiler wrote has no facts to count.
+      if (/no such table: facts|relation "facts" does not exist/.test(String((err as Error)?.message))) return failure('This store was written by a version of the profiler from before insights: the app must run this version (with insights: true) for them.');
+      throw err;
+    }
   });
 
   // It ends when the client closes stdin, or on SIGINT/SIGTERM (the bin turns those into `stop`).

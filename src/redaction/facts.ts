@@ -40,7 +40,7 @@ const VALUES = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b
 const cut = (text: string) => (text.length > MAX_KEY ? `${text.slice(0, MAX_KEY)}…` : text);
 
 /** A message as a pattern: quoted values and numbers out (`user 42 not found` → `user # not found`). */
-export const messagePattern = (text: string): string => cut(text.replace(/(["'`])[^"'`\n]{0,200}\1/g, '$1…$1').replace(VALUES, '#').replace(/\s+/g, ' ').trim());
+export const patternOf = (text: string): string => cut(text.replace(/(["'`])[^"'`\n]{0,200}\1/g, '$1…$1').replace(VALUES, '#').replace(/\s+/g, ' ').trim());
 
 /** A statement with its values out: literals and numbers as `?`, an IN list as one. */
 export const statementPattern = (sql: string): string =>
@@ -52,16 +52,20 @@ export const pathPattern = (path: string): string => path.split('/').map((part) 
 /** A cache key with its ids out: `user:42:profile` → `user:*:profile`. */
 const keyPattern = (key: string): string => cut(key.replace(VALUES, '*'));
 
-/** The facts of one stored profile. */
-export function factsOf(summary: RecordSummary, record: ProfileRecord, type: string): Fact[] {
+/**
+ * The facts of one stored profile. `hide` cuts what the record's gate hid (see hidden.ts) from
+ * each text before it is made a pattern: a pattern no longer holds the hidden value whole.
+ */
+export function factsOf(summary: RecordSummary, record: ProfileRecord, type: string, hide: (text: string) => string = (text) => text): Fact[] {
   const facts: Fact[] = [];
+  const messagePattern = (text: string) => patternOf(hide(text));
   const inside = record.inside;
   // Statements grouped by their pattern, with the runs from each line (N+1 is many from one line).
   let nPlusOne = false;
   if (inside !== undefined && inside.queries.length > 0) {
     const groups = new Map<string, Fact & { lines: Map<string, number> }>();
     for (const q of inside.queries) {
-      const key = statementPattern(q.sql);
+      const key = statementPattern(hide(q.sql));
       const ms = Math.max(0, q.end - q.start);
       let g = groups.get(key);
       if (g === undefined) groups.set(key, (g = { kind: 'statement', key, n: 0, ms: 0, peak: 0, bad: 0, line: q.caller, lines: new Map() }));
@@ -78,9 +82,9 @@ export function factsOf(summary: RecordSummary, record: ProfileRecord, type: str
   }
   // A 4xx is the client's (a 404 notFound describes as an exception is no failure of the route); an exception answered 2xx or 3xx is one.
   const failed = type === 'command' ? summary.status !== 0 : summary.status >= 500 || (record.exception !== undefined && summary.status < 400);
-  const name = type === 'command' ? `${summary.method} ${summary.url.replace(/\s*#\S+$/, '')}` : `${summary.method} ${record.route ?? '(no route)'}`;
+  const name = hide(type === 'command' ? `${summary.method} ${summary.url.replace(/\s*#\S+$/, '')}` : `${summary.method} ${record.route ?? '(no route)'}`);
   const route = cut(name);
-  facts.unshift({ kind: type === 'command' ? 'command' : 'route', key: route, n: inside?.queries.length ?? 0, ms: summary.duration, peak: summary.duration, bad: (failed ? ROUTE_ERROR : 0) | (nPlusOne ? ROUTE_N_PLUS_ONE : 0) });
+  facts.unshift({ kind: type === 'command' ? 'command' : 'route', key: route, n: inside?.queryCount ?? 0, ms: summary.duration, peak: summary.duration, bad: (failed ? ROUTE_ERROR : 0) | (nPlusOne ? ROUTE_N_PLUS_ONE : 0) });
   const thrown = record.exception?.chain[0];
   if (thrown !== undefined) {
     const at = thrown.frames.find((f) => f.kind === 'app');
@@ -89,15 +93,15 @@ export function factsOf(summary: RecordSummary, record: ProfileRecord, type: str
   for (const check of refusals(record.checks)) facts.push({ kind: 'refusal', key: cut(`${check.library}: ${messagePattern(check.reason)}`), n: 1, ms: 0, peak: 0, bad: 1, line: check.at });
   for (const call of inside?.calls ?? []) {
     const ms = Math.max(0, call.end - call.start);
-    facts.push({ kind: 'call', key: cut(`${call.method} ${callPattern(call.url)}`), n: 1, ms, peak: ms, bad: call.error !== undefined || (call.status ?? 0) >= 500 ? 1 : 0 });
+    facts.push({ kind: 'call', key: cut(`${call.method} ${callPattern(hide(call.url))}`), n: 1, ms, peak: ms, bad: call.error !== undefined || (call.status ?? 0) >= 500 ? 1 : 0 });
   }
   for (const command of flat(inside?.commands ?? [])) {
     const keys = keysOf(command.command, command.args);
     const read = lookups(command, keys);
     if (read === undefined || keys.length === 0) continue;
-    facts.push({ kind: 'cache', key: cut(`${command.command.toUpperCase()} ${keyPattern(keys[0])}`), n: read.hits + read.misses, ms: 0, peak: 0, bad: read.misses });
+    facts.push({ kind: 'cache', key: cut(`${command.command.toUpperCase()} ${keyPattern(hide(keys[0]))}`), n: read.hits + read.misses, ms: 0, peak: 0, bad: read.misses });
   }
-  for (const m of record.translations?.messages ?? []) if (m.state === 'missing') facts.push({ kind: 'missing', key: cut(`${m.ns}:${m.key} (${m.lng})`), n: m.count, ms: 0, peak: 0, bad: m.count });
+  for (const m of record.translations?.messages ?? []) if (m.state === 'missing') facts.push({ kind: 'missing', key: cut(hide(`${m.ns}:${m.key} (${m.lng})`)), n: m.count, ms: 0, peak: 0, bad: m.count });
   for (const line of record.logs ?? []) if (line.level === 'warn') facts.push({ kind: 'warning', key: messagePattern(line.message), n: 1, ms: 0, peak: 0, bad: 0 });
   if (summary.user) facts.push({ kind: 'user', key: summary.user, n: 1, ms: summary.duration, peak: summary.duration, bad: failed ? 1 : 0 });
   for (const f of facts) if (f.kind !== 'route' && f.kind !== 'command') f.route = route;
@@ -113,7 +117,7 @@ function callPattern(url: string): string {
     const u = new URL(url);
     return `${u.host}${pathPattern(u.pathname)}`;
   } catch {
-    return messagePattern(url);
+    return patternOf(url);
   }
 }
 

@@ -75,9 +75,9 @@ export const SPARK_BUCKETS = 30;
 /** Rows a card shows. */
 export const TOP = 10;
 
-type RowFact = { profile: number; time: number; kind: string; key: string; n: number; ms: number; bad: number };
+type RowFact = { profile: number; time: number; kind: string; key: string; n: number; ms: number; peak: number; bad: number };
 
-const ROWS_SQL = "SELECT profile, time, kind, key, n, ms, bad FROM facts WHERE kind IN ('route', 'command', 'user', 'call') AND time >= ? AND time <= ?";
+const ROWS_SQL = "SELECT profile, time, kind, key, n, ms, peak, bad FROM facts WHERE kind IN ('route', 'command', 'user', 'call') AND time >= ? AND time <= ?";
 /** One scan of the period: each fact's sums by what it is, the route it ran in and its line (merged by key here). */
 const TOTALS_SQL = `SELECT kind, key, route, line, CAST(count(*) AS INTEGER) AS requests, CAST(sum(n) AS DOUBLE PRECISION) AS count, CAST(sum(ms) AS DOUBLE PRECISION) AS total,
   max(peak) AS peak, CAST(sum(bad) AS DOUBLE PRECISION) AS bad, CAST(min(time) AS DOUBLE PRECISION) AS first, CAST(max(time) AS DOUBLE PRECISION) AS last
@@ -149,6 +149,49 @@ function totalsOf(parts: TotalPart[]): TotalRow[] {
   return [...byKey.values()].map(({ byRoute, byLine, ...t }) => ({ ...t, total: round(t.total), peak: round(t.peak), routes: most(byRoute), lines: most(byLine) }));
 }
 
+/** The tokens of profiles by their row ids. */
+export async function tokensOf(store: ProfileReader, ids: number[]): Promise<Map<number, string>> {
+  const tokens = new Map<number, string>();
+  if (ids.length > 0) for (const r of await store.select<{ id: number; token: string }>(`SELECT id, token FROM profiles WHERE id IN (${ids.map(() => '?').join(', ')})`, ids)) tokens.set(num(r.id), r.token);
+  return tokens;
+}
+
+/** Every route and every statement of a period, uncapped: what a comparison of two periods reads. */
+export async function measuresOf(store: ProfileReader, period: Period): Promise<{ routes: (RouteRow & { profile: number })[]; statements: TotalRow[] }> {
+  const args = [period.from, period.to];
+  const routes = routeRows(await store.select<RowFact>("SELECT profile, time, kind, key, n, ms, peak, bad FROM facts WHERE kind = 'route' AND time >= ? AND time <= ?", args));
+  const statements = totalsOf(await store.select<TotalPart>(TOTALS_SQL, args)).filter((t) => t.kind === 'statement');
+  return { routes, statements };
+}
+
+/** Calls by endpoint: a request's calls to one are one fact (their count, their sum, the slowest): p95 of the slowest a request made. */
+function callRows(rows: RowFact[]): (TotalRow & { profile: number })[] {
+  const byKey = new Map<string, RowFact[]>();
+  for (const r of rows) {
+    const list = byKey.get(r.key);
+    if (list === undefined) byKey.set(r.key, [r]);
+    else list.push(r);
+  }
+  return [...byKey].map(([key, list]) => {
+    const peaks = list.map((r) => num(r.peak)).sort((a, b) => a - b);
+    const slowest = list.reduce((a, b) => (num(b.peak) > num(a.peak) ? b : a));
+    const times = list.map((r) => num(r.time));
+    return {
+      kind: 'call' as const,
+      key,
+      requests: list.length,
+      count: list.reduce((a, r) => a + num(r.n), 0),
+      total: round(list.reduce((a, r) => a + num(r.ms), 0)),
+      peak: round(peaks[peaks.length - 1]),
+      p95: round(quantile(peaks, 0.95)),
+      bad: list.reduce((a, r) => a + num(r.bad), 0),
+      first: times.reduce((a, b) => Math.min(a, b)),
+      last: times.reduce((a, b) => Math.max(a, b)),
+      profile: num(slowest.profile),
+    };
+  }).sort((a, b) => b.total - a.total);
+}
+
 /** Everything the insights page and MCP's `insights` show of a period. */
 export async function insightsOf(store: ProfileReader, period: Period): Promise<Insights> {
   const args = [period.from, period.to];
@@ -164,7 +207,7 @@ export async function insightsOf(store: ProfileReader, period: Period): Promise<
   const routes = routeRows(of('route')).slice(0, TOP);
   const commands = routeRows(of('command')).slice(0, TOP);
   const users = routeRows(of('user')).sort((a, b) => b.requests - a.requests).slice(0, TOP);
-  const calls = routeRows(of('call')).slice(0, TOP).map((c): TotalRow & { profile: number } => ({ kind: 'call', key: c.key, requests: c.requests, count: c.requests, total: c.total, peak: c.max, p95: c.p95, bad: of('call').filter((r) => r.key === c.key).reduce((a, r) => a + num(r.bad), 0), first: 0, last: 0, profile: c.profile }));
+  const calls = callRows(of('call')).slice(0, TOP);
   const top = (kinds: string[], by: (t: TotalRow) => number) => totals.filter((t) => kinds.includes(t.kind)).sort((a, b) => by(b) - by(a) || a.key.localeCompare(b.key)).slice(0, TOP);
   const statements = top(['statement'], (t) => t.total);
   const failures = top(['exception', 'refusal'], (t) => t.requests);
@@ -182,9 +225,7 @@ export async function insightsOf(store: ProfileReader, period: Period): Promise<
       delete t.routes;
     }
   }
-  const ids = [...new Set(profiles.values())];
-  const tokens = new Map<number, string>();
-  if (ids.length > 0) for (const r of await store.select<{ id: number; token: string }>(`SELECT id, token FROM profiles WHERE id IN (${ids.map(() => '?').join(', ')})`, ids)) tokens.set(num(r.id), r.token);
+  const tokens = await tokensOf(store, [...new Set(profiles.values())]);
   for (const [row, id] of profiles) {
     row.token = tokens.get(id);
     delete (row as { profile?: number }).profile;

@@ -30,13 +30,18 @@ export class ProfileStore implements ProfileReader {
   private constructor(file: string, db: SqliteDatabase) {
     this.file = file;
     this.db = db;
+    // Made at the first write: a read-only connection (the MCP server's) to a file an older version wrote lacks what they name.
+    const onWrite = (sql: string) => {
+      let made: ReturnType<SqliteDatabase['prepare']> | undefined;
+      return () => (made ??= db.prepare(sql));
+    };
     this.stmts = {
-      insert: db.prepare(`INSERT INTO profiles (${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (token) DO NOTHING`),
+      insert: onWrite(`INSERT INTO profiles (${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (token) DO NOTHING`),
       tokensAfter: db.prepare('SELECT id, token FROM profiles WHERE id > ? ORDER BY id'),
       // Each in its own subquery: SQLite reads min() or max() alone off the end of the id b-tree, both together by scanning every row.
       span: db.prepare('SELECT (SELECT min(id) FROM profiles) AS first, (SELECT max(id) FROM profiles) AS last'),
       insertData: db.prepare('INSERT INTO profile_data (id, encoding, data, config) VALUES (?, ?, ?, ?)'),
-      insertFact: db.prepare('INSERT INTO facts (profile, time, kind, key, n, ms, peak, bad, line, route) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+      insertFact: onWrite('INSERT INTO facts (profile, time, kind, key, n, ms, peak, bad, line, route) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       useConfig: db.prepare('INSERT INTO configs (data, used) VALUES (?, ?) ON CONFLICT (data) DO UPDATE SET used = excluded.used RETURNING id'),
       pruneConfigs: db.prepare(PRUNE_CONFIGS_SQL),
       read: db.prepare(READ_SQL),
@@ -55,7 +60,8 @@ export class ProfileStore implements ProfileReader {
         if (id === undefined) configs.set(config, (id = (this.stmts.useConfig.get(config, Date.now()) as { id: number }).id));
         return id;
       };
-      const put = (s: ProfileSummary, token: string) => this.stmts.insert.run(token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null, s.trace ?? null, s.label ?? null, s.failed ?? 0, s.blockedBy ?? null, s.user ?? null);
+      const insert = this.stmts.insert();
+      const put = (s: ProfileSummary, token: string) => insert.run(token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null, s.trace ?? null, s.label ?? null, s.failed ?? 0, s.blockedBy ?? null, s.user ?? null);
       for (const { summary: s, data, config, facts } of batch) {
         let token = s.token;
         let result = put(s, token);
@@ -64,7 +70,7 @@ export class ProfileStore implements ProfileReader {
         const [encoding, stored] = encode(data);
         last = Number(result.lastInsertRowid);
         this.stmts.insertData.run(last, encoding, stored, config === undefined ? null : configId(config));
-        for (const f of facts ?? []) this.stmts.insertFact.run(last, s.time, f.kind, f.key, f.n, f.ms, f.peak, f.bad, f.line ?? null, f.route ?? null);
+        for (const f of facts ?? []) this.stmts.insertFact().run(last, s.time, f.kind, f.key, f.n, f.ms, f.peak, f.bad, f.line ?? null, f.route ?? null);
       }
       return last;
     });

@@ -1,4 +1,4 @@
-import { HISTOGRAM_EDGES, insightsOf, routeRows, type Insights, type Period } from '../storage/insights.js';
+import { HISTOGRAM_EDGES, measuresOf, tokensOf, type Period } from '../storage/insights.js';
 import type { ProfileReader } from '../storage/reader.js';
 import { parseTime } from './search-params.js';
 
@@ -26,6 +26,7 @@ export function parsePeriod(query: Record<string, unknown>, now = Date.now(), st
     if (to === undefined) return { ok: false, error: 'end: a date such as 2026-11-21T10:00, or epoch milliseconds.' };
     if (start !== undefined) form.start = start;
     if (end !== undefined) form.end = end;
+    if (from > to) return { ok: false, error: 'start: before end.' };
     period = { from, to };
     name = 'range';
   } else {
@@ -38,8 +39,9 @@ export function parsePeriod(query: Record<string, unknown>, now = Date.now(), st
   }
   const compare = one(query.compare);
   if (compare === undefined) return { ok: true, period, name, form };
+  // "start": before the app started against since, in a period that began before it (all, a day).
   const at = compare === 'start' ? (started ?? undefined) : parseTime(compare);
-  if (at === undefined || at <= period.from || at >= period.to) return { ok: false, error: 'compare: a time inside the period (the period before it against the one after), or "start" (since the app started).' };
+  if (at === undefined || at <= period.from || at >= period.to) return { ok: false, error: 'compare: a time inside the period (the period before it against the one after), or "start" (the app\'s start) in a period that began before it, such as period=all.' };
   form.compare = compare;
   return { ok: true, period, name, compare: at, form };
 }
@@ -58,39 +60,37 @@ export interface Regression {
 
 /** Fewer requests than this on either side say nothing of a change. */
 const MIN_REQUESTS = 3;
+/** A p95 of fewer requests is its slowest one or two: one pause would flag it. */
+const MIN_FOR_P95 = 20;
 /** A time grew beyond noise: by a quarter, and by 2 ms at least. */
 const grewTime = (before: number, after: number) => after > before * 1.25 && after - before >= 2;
 /** A count a request grew beyond noise: by one at least. */
 const grewCount = (before: number, after: number) => after - before >= 1;
 
-/** Each route's p50, p95 and statements a request, and each statement's runs a request, before `at` and from it on. */
+/** Each route's p50, p95 and statements a request, and each statement's runs a request, before `at` and from it on: every one, not only the top rows. */
 export async function regressionsOf(store: ProfileReader, period: Period, at: number): Promise<Regression[]> {
-  const sides = [{ from: period.from, to: at - 1 }, { from: at, to: period.to }] as const;
-  const [before, after] = await Promise.all(sides.map((side) => insightsOf(store, side)));
-  const out: Regression[] = [];
-  for (const b of routeRows(await rowsOf(store, sides[0]))) {
-    const a = after.routes.find((r) => r.key === b.key);
-    if (a === undefined || a.requests < MIN_REQUESTS || b.requests < MIN_REQUESTS) continue;
-    out.push({ kind: 'route', key: b.key, metric: 'p50', before: b.p50, after: a.p50, flagged: grewTime(b.p50, a.p50), token: a.token });
-    out.push({ kind: 'route', key: b.key, metric: 'p95', before: b.p95, after: a.p95, flagged: grewTime(b.p95, a.p95), token: a.token });
-    out.push({ kind: 'route', key: b.key, metric: 'statements a request', before: b.statements.median, after: a.statements.median, flagged: grewCount(b.statements.median, a.statements.median), token: a.token });
-  }
-  const perRequest = (i: Insights) => new Map(i.statements.map((s) => [s.key, { runs: s.count / Math.max(1, s.requests), requests: s.requests, token: s.token }]));
-  const [was, now] = [perRequest(before), perRequest(after)];
-  for (const [key, a] of now) {
-    const b = was.get(key);
+  const [before, after] = await Promise.all([measuresOf(store, { from: period.from, to: at - 1 }), measuresOf(store, { from: at, to: period.to })]);
+  const out: (Regression & { profile?: number })[] = [];
+  const earlier = new Map(before.routes.map((r) => [r.key, r]));
+  for (const a of after.routes) {
+    const b = earlier.get(a.key);
     if (b === undefined || a.requests < MIN_REQUESTS || b.requests < MIN_REQUESTS) continue;
-    out.push({ kind: 'statement', key, metric: 'runs a request', before: round(b.runs), after: round(a.runs), flagged: grewCount(b.runs, a.runs), token: a.token });
+    out.push({ kind: 'route', key: a.key, metric: 'p50', before: b.p50, after: a.p50, flagged: grewTime(b.p50, a.p50), profile: a.profile });
+    if (a.requests >= MIN_FOR_P95 && b.requests >= MIN_FOR_P95) out.push({ kind: 'route', key: a.key, metric: 'p95', before: b.p95, after: a.p95, flagged: grewTime(b.p95, a.p95), profile: a.profile });
+    out.push({ kind: 'route', key: a.key, metric: 'statements a request', before: b.statements.median, after: a.statements.median, flagged: grewCount(b.statements.median, a.statements.median), profile: a.profile });
   }
-  return out.sort((x, y) => Number(y.flagged) - Number(x.flagged));
+  const runs = (s: { count: number; requests: number }) => round(s.count / Math.max(1, s.requests));
+  const was = new Map(before.statements.map((s) => [s.key, s]));
+  for (const a of after.statements) {
+    const b = was.get(a.key);
+    if (b === undefined || a.requests < MIN_REQUESTS || b.requests < MIN_REQUESTS) continue;
+    out.push({ kind: 'statement', key: a.key, metric: 'runs a request', before: runs(b), after: runs(a), flagged: grewCount(runs(b), runs(a)) });
+  }
+  const tokens = await tokensOf(store, [...new Set(out.filter((r) => r.flagged && r.profile !== undefined).map((r) => r.profile!))]);
+  return out.sort((x, y) => Number(y.flagged) - Number(x.flagged)).map(({ profile, ...r }) => (profile !== undefined && tokens.has(profile) ? { ...r, token: tokens.get(profile) } : r));
 }
 
 const round = (n: number) => Math.round(n * 100) / 100;
-
-async function rowsOf(store: ProfileReader, period: Period) {
-  return store.select<{ profile: number; time: number; kind: string; key: string; n: number; ms: number; bad: number }>(
-    "SELECT profile, time, kind, key, n, ms, bad FROM facts WHERE kind = 'route' AND time >= ? AND time <= ?", [period.from, period.to]);
-}
 
 /** A small bar chart (server-made SVG, no script): one bar a value, scaled to the largest. */
 export function barsSvg(values: number[], label: string, width = 120, height = 28): string {
