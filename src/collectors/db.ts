@@ -1,3 +1,4 @@
+import { N_PLUS_ONE } from '../redaction/facts.js';
 import type { ErrorSummary } from '../recording/inside-capture.js';
 import type { RecordedQuery } from '../redaction/record.js';
 import type { CorePanel } from './collector.js';
@@ -68,9 +69,6 @@ export interface DbData {
   /** The one line every statement ran from, when three different ones or more did: likely the app's own wrapper (see skipFrames). */
   oneCaller?: string;
 }
-
-/** A statement run this many times from the same line in one request is flagged. */
-export const N_PLUS_ONE = 5;
 
 const SELECT = /^\s*(select|with)\b/i;
 const NONE_HIDDEN = { indexes: [], names: [] };

@@ -31,8 +31,8 @@ export type FactKind = 'route' | 'command' | 'statement' | 'exception' | 'refusa
 export const ROUTE_ERROR = 1;
 export const ROUTE_N_PLUS_ONE = 2;
 
-/** A statement run this often from one line in one request is a likely N+1 (the db panel's rule). */
-const N_PLUS_ONE = 5;
+/** A statement run this often from one line in one request is a likely N+1: the db panel's rule and the insights'. */
+export const N_PLUS_ONE = 5;
 const MAX_KEY = 300;
 
 /** Values that differ from one request to the next: UUIDs, long hex, numbers. */

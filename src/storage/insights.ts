@@ -95,15 +95,20 @@ export function quantile(sorted: number[], q: number): number {
 const median = (values: number[]) => quantile([...values].sort((a, b) => a - b), 0.5);
 const round = (ms: number) => Math.round(ms * 100) / 100;
 
-/** Request facts grouped by key: each route's (or command's, or user's) times, statements and errors. */
-export function routeRows(rows: RowFact[]): (RouteRow & { profile: number })[] {
+/** Facts by their key, in the order their keys first come. */
+function byKeyOf(rows: RowFact[]): Map<string, RowFact[]> {
   const byKey = new Map<string, RowFact[]>();
   for (const r of rows) {
     const list = byKey.get(r.key);
     if (list === undefined) byKey.set(r.key, [r]);
     else list.push(r);
   }
-  return [...byKey].map(([key, list]) => {
+  return byKey;
+}
+
+/** Request facts grouped by key: each route's (or command's, or user's) times, statements and errors. */
+export function routeRows(rows: RowFact[]): (RouteRow & { profile: number })[] {
+  return [...byKeyOf(rows)].map(([key, list]) => {
     const times = list.map((r) => num(r.ms)).sort((a, b) => a - b);
     const slowest = list.reduce((a, b) => (num(b.ms) > num(a.ms) ? b : a));
     const histogram = HISTOGRAM_EDGES.map(() => 0);
@@ -166,13 +171,7 @@ export async function measuresOf(store: ProfileReader, period: Period): Promise<
 
 /** Calls by endpoint: a request's calls to one are one fact (their count, their sum, the slowest): p95 of the slowest a request made. */
 function callRows(rows: RowFact[]): (TotalRow & { profile: number })[] {
-  const byKey = new Map<string, RowFact[]>();
-  for (const r of rows) {
-    const list = byKey.get(r.key);
-    if (list === undefined) byKey.set(r.key, [r]);
-    else list.push(r);
-  }
-  return [...byKey].map(([key, list]) => {
+  return [...byKeyOf(rows)].map(([key, list]) => {
     const peaks = list.map((r) => num(r.peak)).sort((a, b) => a - b);
     const slowest = list.reduce((a, b) => (num(b.peak) > num(a.peak) ? b : a));
     const times = list.map((r) => num(r.time));
