@@ -224,7 +224,7 @@ async function seed(file, n, pg) {
     }, options);
     const row = serialiseRecord({ ...summary, type: 'request', instance: 'bench' }, record, config);
     // What the writer stores beside each profile for the insights page.
-    row.facts = factsOf(row.summary, record, 'request');
+    row.insights = { since: 0, facts: factsOf(row.summary, record, 'request') };
     batch.push(row);
     if (batch.length === 1000) await timed();
   }

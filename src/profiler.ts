@@ -121,7 +121,8 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const database = storedAt(resolved.database);
   const options = withKey(resolved, database);
   const { maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, schema, instance } = options;
-  const writer = new ProfileWriter({ database, schema, instance, maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, insights: options.insights }, options.onError);
+  const started = Date.now();
+  const writer = new ProfileWriter({ database, schema, instance, maxProfiles, maxAge, flushInterval, debug, bodyLimit, redactKeys, insights: options.insights, started }, options.onError);
   const storage = pageStorage(database, schema, (token) => writer.taken.add(token));
   const tellOwn = onceEach(options.onError);
   skipFrames(options.skipFrames);
@@ -183,6 +184,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   });
   const pages = profilerPages({
     options,
+    started,
     panels,
     explainable,
     // What waits on this thread is handed over; a page that asks for what is not stored yet has it written now (settle).

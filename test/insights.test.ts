@@ -11,6 +11,10 @@ import { webProfiler } from '../src/index.js';
 import Database from './fixtures/better-sqlite3.cjs';
 import { listen, tempDb, type Running } from './helpers.js';
 import { openReader } from '../src/storage/open.js';
+import { insightsOf } from '../src/storage/insights.js';
+import { PgProfileStore } from '../src/storage/pg-store.js';
+import { ProfileStore } from '../src/storage/store.js';
+import { regressionsOf } from '../src/web/insights.js';
 
 /**
  * Insights across requests: a known mix of requests, and what each card of /_profiler/insights
@@ -194,42 +198,159 @@ describe.each(stores.flatMap(([store, database]) => [[store, database, 'Express 
 
 describe.each(stores)('%s: regressions between two periods', (_name, databaseOf) => {
   const database = databaseOf();
-  it.skipIf(database === undefined)('a route made slower and given one more statement is flagged; an unchanged one is not', async () => {
-    const profiler = webProfiler({ database: database!, schema: `regress_${process.pid}_${++schemas}`, secret: KEY, insights: true, onError: () => {} });
+  it.skipIf(database === undefined)('after a restart, a route made slower and given one more statement is flagged against before it; an unchanged one is not', async () => {
+    const schema = `regress_${process.pid}_${++schemas}`;
     const db = new Database(':memory:');
     db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY)');
-    let slower = false;
-    const app = express();
-    app.use(profiler);
-    app.get('/changed', (_req, res) => {
-      db.prepare('SELECT count(*) FROM t').get();
-      if (slower) {
-        spin(25);
-        db.prepare('SELECT max(id) FROM t').get();
-      }
-      res.send('ok');
-    });
-    app.get('/same', (_req, res) => res.json(db.prepare('SELECT count(*) FROM t').get()));
-    const server = await listen(app);
+    // The app as it was, then as a change left it: one process each, on one store.
+    const run = async (slower: boolean) => {
+      const profiler = webProfiler({ database: database!, schema, secret: KEY, insights: true, onError: () => {} });
+      const app = express();
+      app.use(profiler);
+      app.get('/changed', (_req, res) => {
+        db.prepare('SELECT count(*) FROM t').get();
+        if (slower) {
+          spin(25);
+          db.prepare('SELECT max(id) FROM t').get();
+        }
+        res.send('ok');
+      });
+      app.get('/same', (_req, res) => res.json(db.prepare('SELECT count(*) FROM t').get()));
+      const server = await listen(app);
+      for (let i = 0; i < 20; i++) for (const route of ['/changed', '/same']) await (await fetch(server.url + route)).arrayBuffer();
+      return { profiler, server };
+    };
+    const before = await run(false);
+    await before.server.close();
+    await before.profiler.close();
+    const { profiler, server } = await run(true);
     try {
-      const round = async () => {
-        for (let i = 0; i < 20; i++) for (const route of ['/changed', '/same']) await (await fetch(server.url + route)).arrayBuffer();
-      };
-      await round();
-      const at = Date.now() + 1;
-      while (Date.now() <= at);
-      slower = true;
-      await round();
-      const answer = await (await fetch(`${server.url}/_profiler/insights?period=all&compare=${at}`, { headers: { accept: 'application/json', 'x-profiler-secret': KEY } })).json();
+      const ask = async (accept: string) => fetch(`${server.url}/_profiler/insights?period=all&compare=start`, { headers: { accept, 'x-profiler-secret': KEY } });
+      const answer = await (await ask('application/json')).json();
       const flagged = answer.regressions.filter((r: any) => r.flagged).map((r: any) => [r.key, r.metric]);
       expect(flagged).toEqual(expect.arrayContaining([['GET /changed', 'p50'], ['GET /changed', 'p95'], ['GET /changed', 'statements a request']]));
       expect(flagged.filter(([key]: string[]) => key === 'GET /same')).toEqual([]);
-      const page = await (await fetch(`${server.url}/_profiler/insights?period=all&compare=${at}`, { headers: { 'x-profiler-secret': KEY } })).text();
+      // Since this start, the default period: this process's requests only.
+      expect((await (await fetch(`${server.url}/_profiler/insights`, { headers: { accept: 'application/json', 'x-profiler-secret': KEY } })).json()).requests).toBe(40);
+      const page = await (await ask('text/html')).text();
       expect(page).toMatch(/GET \/changed<\/a><\/td><td>p95<\/td>.*<span class="badge s-client">grew<\/span>/);
     } finally {
       await server.close();
       await profiler.close();
     }
+  });
+});
+
+/**
+ * The sums by the minute and the hour, as the store keeps them: profiles a minute apart over four
+ * hours, written as the writer writes them, read over periods that cut hours, compared at a time,
+ * and pruned: each answer against the one counted from the profiles themselves.
+ */
+describe.each(stores)('%s: sums by the minute and the hour', (_name, databaseOf) => {
+  const database = databaseOf();
+  const MIN = 60_000;
+  const HOUR = 3_600_000;
+  const start = Math.floor(Date.now() / HOUR) * HOUR - 6 * HOUR;
+  type Seeded = { time: number; token: string; route: string; ms: number; statements: number; failed: boolean };
+  const seeded: Seeded[] = [];
+  for (let i = 0; i < 240; i++) {
+    // GET /a every minute, 1 to 10 ms, 8 ms more and a statement more from the third hour on; GET /b every other, 100 ms.
+    const later = i >= 120;
+    seeded.push({ time: start + i * MIN + 7_000, token: (0x200000 + i * 2).toString(16), route: 'GET /a', ms: 1 + (i % 10) + (later ? 8 : 0), statements: 1 + (i % 3) + (later ? 1 : 0), failed: i % 20 === 0 });
+    if (i % 2 === 0) seeded.push({ time: start + i * MIN + 31_000, token: (0x200001 + i * 2).toString(16), route: 'GET /b', ms: 100, statements: 2, failed: false });
+    // Twenty requests each side of 1 ms, but for two later ones of 30 ms (GET /c: pauses) or three (GET /d: its tail grew).
+    if (i % 6 === 0) {
+      const slow = (of: number) => later && (i - 120) / 6 < of;
+      seeded.push({ time: start + i * MIN + 41_000, token: (0x300000 + i).toString(16), route: 'GET /c', ms: slow(2) ? 30 : 1, statements: 1, failed: false });
+      seeded.push({ time: start + i * MIN + 42_000, token: (0x400000 + i).toString(16), route: 'GET /d', ms: slow(3) ? 30 : 1, statements: 1, failed: false });
+    }
+  }
+  const rowOf = (p: Seeded) => ({
+    summary: { token: p.token, parent: null, ip: '10.0.0.1', method: 'GET', url: p.route.slice(4), status: p.failed ? 500 : 200, time: p.time, duration: p.ms, type: 'request' },
+    data: '{}',
+    insights: { since: 0, facts: [
+      { kind: 'route', key: p.route, n: p.statements, ms: p.ms, peak: p.ms, bad: p.failed ? 1 : 0 },
+      { kind: 'statement', key: `SELECT * FROM ${p.route.slice(5)} WHERE id = ?`, n: p.statements, ms: p.statements * 0.5, peak: 0.5, bad: 0, line: '/app/routes.js:9', route: p.route },
+    ] },
+  });
+  const exact = (list: Seeded[]) => {
+    const sorted = list.map((p) => p.ms).sort((a, b) => a - b);
+    const counts = list.map((p) => p.statements).sort((a, b) => a - b);
+    const rank = (values: number[], q: number) => values[Math.ceil(q * values.length) - 1];
+    return { requests: list.length, total: list.reduce((a, p) => a + p.ms, 0), max: sorted[sorted.length - 1], errors: list.filter((p) => p.failed).length, p50: rank(sorted, 0.5), p95: rank(sorted, 0.95), statements: rank(counts, 0.5) };
+  };
+  const schema = `sums_${process.pid}_${++schemas}`;
+  let store: ReturnType<typeof openReader> & { insert?: unknown };
+
+  beforeAll(async () => {
+    if (database === undefined) return;
+    store = openReader(database, schema);
+    const rows = seeded.map(rowOf);
+    // In batches, as the writer writes: some buckets take several.
+    for (let i = 0; i < rows.length; i += 50) {
+      const batch = rows.slice(i, i + 50) as never;
+      if (store instanceof ProfileStore) store.insertSerialised(batch);
+      else await (store as PgProfileStore).insert(batch);
+    }
+  });
+  afterAll(async () => {
+    await store?.close();
+  });
+
+  it.skipIf(database === undefined)('a period that cuts hours counts each profile in it once, its percentiles within a bin', async () => {
+    for (const period of [{ from: start + 30 * MIN, to: start + 210 * MIN - 1 }, { from: start, to: start + 4 * HOUR - 1 }, { from: start + 61 * MIN, to: start + 119 * MIN - 1 }, { from: 0, to: Date.now() }]) {
+      const found = await insightsOf(store, period);
+      // A minute is in a period when it starts in it: the profiles of the minutes that do.
+      const inside = seeded.filter((p) => p.time - (p.time % MIN) >= period.from && p.time - (p.time % MIN) <= period.to);
+      for (const route of ['GET /a', 'GET /b']) {
+        const want = exact(inside.filter((p) => p.route === route));
+        const row = found.routes.find((r) => r.key === route)!;
+        expect(row).toMatchObject({ requests: want.requests, max: want.max, errors: want.errors, statements: { median: want.statements } });
+        expect(row.total).toBeCloseTo(want.total, 6);
+        // A bin's upper bound: never under the exact value, and within a bin (16 %) over it.
+        for (const q of ['p50', 'p95'] as const) {
+          expect(row[q]).toBeGreaterThanOrEqual(want[q]);
+          expect(row[q]).toBeLessThanOrEqual(want[q] * 1.16);
+        }
+        expect(row.histogram.reduce((a, b) => a + b, 0)).toBe(want.requests);
+      }
+      expect(found.requests).toBe(inside.length);
+      const statement = found.statements.find((t) => t.key === 'SELECT * FROM a WHERE id = ?')!;
+      expect(statement).toMatchObject({ requests: inside.filter((p) => p.route === 'GET /a').length, count: inside.filter((p) => p.route === 'GET /a').reduce((a, p) => a + p.statements, 0), routes: ['GET /a'], lines: ['/app/routes.js:9'] });
+      // The slowest request of a route is the one linked.
+      const slowest = inside.filter((p) => p.route === 'GET /a').reduce((a, b) => (b.ms >= a.ms ? b : a));
+      expect(found.routes.find((r) => r.key === 'GET /a')!.token).toBe(slowest.token);
+    }
+  });
+
+  it.skipIf(database === undefined)('compared at a time: the route that grew is flagged, to the minute; the one that did not is not, nor a p95 two pauses moved', async () => {
+    const changes = await regressionsOf(store, { from: 0, to: Date.now() }, start + 120 * MIN);
+    const flagged = changes.filter((r) => r.flagged).map((r) => [r.key, r.metric]);
+    expect(flagged).toEqual(expect.arrayContaining([['GET /a', 'p50'], ['GET /a', 'p95'], ['GET /a', 'statements a request'], ['SELECT * FROM a WHERE id = ?', 'runs a request'], ['GET /d', 'p95']]));
+    expect(flagged.filter(([key]) => /\/[bc]\b| [bc] /.test(key))).toEqual([]);
+    // Two requests of twenty moved GET /c's p95 (the 19th), not beyond noise: three did GET /d's.
+    expect(changes.find((r) => r.key === 'GET /c' && r.metric === 'p95')).toMatchObject({ before: 1, after: 30, flagged: false });
+    const p50 = changes.find((r) => r.key === 'GET /a' && r.metric === 'p50')!;
+    expect(p50.before).toBeLessThan(7);
+    expect(p50.after).toBeGreaterThan(12);
+  });
+
+  it.skipIf(database === undefined)('retention: what a pruned profile added is counted nowhere, what came after it still is', async () => {
+    const kept = 100;
+    let gone: string[] | undefined = [];
+    do gone = await (store as ProfileStore).prune(kept, undefined, Date.now());
+    while (gone !== undefined && gone.length > 0);
+    const stored = seeded.slice(-kept);
+    const newestGone = Math.max(...seeded.slice(0, -kept).map((p) => p.time));
+    const found = await insightsOf(store, { from: 0, to: Date.now() });
+    // Counted: the profiles kept whose minute began after the newest one pruned.
+    const counted = stored.filter((p) => p.time - (p.time % MIN) > newestGone);
+    expect(found.requests).toBe(counted.length);
+    expect(counted.length).toBeGreaterThan(kept - 3);
+    for (const route of ['GET /a', 'GET /b']) expect(found.routes.find((r) => r.key === route)!.requests).toBe(counted.filter((p) => p.route === route).length);
+    // And a purge of the rest leaves nothing.
+    await store.purge();
+    expect((await insightsOf(store, { from: 0, to: Date.now() })).requests).toBe(0);
   });
 });
 

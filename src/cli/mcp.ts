@@ -287,7 +287,7 @@ export async function serveMcp(database: string, schema: string, stop?: AbortSig
       return answer(compactInsights(found, rows ?? 5, regressions));
     } catch (err) {
       // A store an older version of the profiler wrote has no facts to count.
-      if (/no such table: facts|relation "facts" does not exist/.test(String((err as Error)?.message))) return failure('This store was written by a version of the profiler from before insights: the app must run this version (with insights: true) for them.');
+      if (/no such table: insight_sums|relation "insight_sums" does not exist/.test(String((err as Error)?.message))) return failure('This store was written by a version of the profiler from before insights: the app must run this version (with insights: true) for them.');
       throw err;
     }
   });

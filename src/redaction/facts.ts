@@ -42,9 +42,18 @@ const cut = (text: string) => (text.length > MAX_KEY ? `${text.slice(0, MAX_KEY)
 /** A message as a pattern: quoted values and numbers out (`user 42 not found` → `user # not found`). */
 export const patternOf = (text: string): string => cut(text.replace(/(["'`])[^"'`\n]{0,200}\1/g, '$1…$1').replace(VALUES, '#').replace(/\s+/g, ' ').trim());
 
+/** The patterns of the statements seen last: an app runs the same few texts again and again (a bound of them, on the writer's thread). */
+const patterns = new Map<string, string>();
+
 /** A statement with its values out: literals and numbers as `?`, an IN list as one. */
-export const statementPattern = (sql: string): string =>
-  cut(sql.replace(/'(?:[^']|'')*'/g, '?').replace(/\b\d+(?:\.\d+)?\b/g, '?').replace(/\$\d+/g, '?').replace(/\(\s*\?(?:\s*,\s*\?)+\s*\)/g, '(?)').replace(/\s+/g, ' ').trim());
+export function statementPattern(sql: string): string {
+  let pattern = patterns.get(sql);
+  if (pattern === undefined) {
+    if (patterns.size >= 500) patterns.clear();
+    patterns.set(sql, (pattern = cut(sql.replace(/'(?:[^']|'')*'/g, '?').replace(/\b\d+(?:\.\d+)?\b/g, '?').replace(/\$\d+/g, '?').replace(/\(\s*\?(?:\s*,\s*\?)+\s*\)/g, '(?)').replace(/\s+/g, ' ').trim())));
+  }
+  return pattern;
+}
 
 /** A path with its ids out: `/users/42/orders/9f1c…` → `/users/:id/orders/:id`. */
 export const pathPattern = (path: string): string => path.split('/').map((part) => (/^(?:\d+|[0-9a-f]{8}-[0-9a-f-]{27}|(?=[0-9a-f]*\d)[0-9a-f]{12,}|[A-Za-z0-9_-]{20,})$/i.test(part) ? ':id' : part)).join('/');

@@ -1,11 +1,12 @@
-import { ROUTE_ERROR, ROUTE_N_PLUS_ONE, type FactKind } from '../redaction/facts.js';
+import type { FactKind } from '../redaction/facts.js';
+import { BIN_EDGES, HOUR, MINUTE, SUM_COLUMNS, type SumRow } from './insight-sums.js';
 import type { ProfileReader } from './reader.js';
 
 /**
- * Insights across requests, read from the facts the writer stored beside each profile (see
- * redaction/facts.ts): what costs the most over a period, each row with the profile that shows it.
- * The same SQL on SQLite and PostgreSQL; percentiles are taken here, from one read of the period's
- * request facts.
+ * Insights across requests, read from the sums the writer keeps by the minute and the hour (see
+ * insight-sums.ts): what costs the most over a period, each row with the profile that shows it.
+ * The same SQL on SQLite and PostgreSQL; the rows of a kind and key are summed here, percentiles
+ * taken from their times' bins.
  */
 
 /** A period, in epoch milliseconds, inclusive. */
@@ -26,7 +27,7 @@ export interface RouteRow {
   statements: { median: number; max: number };
   nPlusOne: number;
   /** Its slowest request. */
-  token?: string;
+  token: string;
   /** Requests by duration, for a histogram: counts in HISTOGRAM_EDGES' buckets. */
   histogram: number[];
 }
@@ -47,7 +48,7 @@ export interface TotalRow {
   lines?: string[];
   routes?: string[];
   /** The profile that shows it: its slowest, else its latest. */
-  token?: string;
+  token: string;
   p95?: number;
 }
 
@@ -75,29 +76,31 @@ export const SPARK_BUCKETS = 30;
 /** Rows a card shows. */
 export const TOP = 10;
 
-type RowFact = { profile: number; time: number; kind: string; key: string; n: number; ms: number; peak: number; bad: number };
-
-const ROWS_SQL = "SELECT profile, time, kind, key, n, ms, peak, bad FROM facts WHERE kind IN ('route', 'command', 'user', 'call') AND time >= ? AND time <= ?";
-/** One scan of the period: each fact's sums by what it is, the route it ran in and its line (merged by key here). */
-const TOTALS_SQL = `SELECT kind, key, route, line, CAST(count(*) AS INTEGER) AS requests, CAST(sum(n) AS DOUBLE PRECISION) AS count, CAST(sum(ms) AS DOUBLE PRECISION) AS total,
-  max(peak) AS peak, CAST(sum(bad) AS DOUBLE PRECISION) AS bad, CAST(min(time) AS DOUBLE PRECISION) AS first, CAST(max(time) AS DOUBLE PRECISION) AS last
-  FROM facts WHERE kind IN ('statement', 'exception', 'refusal', 'cache', 'missing', 'warning') AND time >= ? AND time <= ? GROUP BY kind, key, route, line`;
-const SHOWN_BY_SQL = 'SELECT profile FROM facts WHERE kind = ? AND key = ? AND time >= ? AND time <= ? ORDER BY peak DESC, profile DESC LIMIT 1';
+const SPAN_SQL = `SELECT ${SUM_COLUMNS} FROM insight_sums WHERE span = ? AND bucket >= ? AND bucket <= ?`;
+const HORIZON_SQL = 'SELECT max(bucket) AS horizon FROM insight_sums WHERE span = 0';
 
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
-
-/** The value at fraction q of sorted numbers (nearest rank). */
-export function quantile(sorted: number[], q: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
-}
-
-const median = (values: number[]) => quantile([...values].sort((a, b) => a - b), 0.5);
 const round = (ms: number) => Math.round(ms * 100) / 100;
 
-/** Facts by their key, in the order their keys first come. */
-function byKeyOf(rows: RowFact[]): Map<string, RowFact[]> {
-  const byKey = new Map<string, RowFact[]>();
+/**
+ * The sums of a period: its whole hours from the hours' rows, the rest by the minute (a minute is
+ * in the period when it starts in it), nothing up to the horizon retention left.
+ */
+export async function sumsIn(store: ProfileReader, period: Period): Promise<SumRow[]> {
+  const [{ horizon }] = await store.select<{ horizon: number | null }>(HORIZON_SQL, []);
+  const from = horizon === null ? period.from : Math.max(period.from, num(horizon) + 1);
+  const to = period.to;
+  if (from > to) return [];
+  const read = (span: number, first: number, last: number) => store.select<SumRow>(SPAN_SQL, [span, first, last]);
+  const hours = Math.ceil(from / HOUR) * HOUR;
+  const after = Math.floor((to + 1) / HOUR) * HOUR;
+  if (hours >= after) return read(MINUTE, from, to);
+  return (await Promise.all([read(MINUTE, from, hours - 1), read(HOUR, hours, after - 1), read(MINUTE, after, to)])).flat();
+}
+
+/** Rows of one kind by key, in the order their keys first come. */
+function byKeyOf(rows: SumRow[]): Map<string, SumRow[]> {
+  const byKey = new Map<string, SumRow[]>();
   for (const r of rows) {
     const list = byKey.get(r.key);
     if (list === undefined) byKey.set(r.key, [r]);
@@ -106,135 +109,159 @@ function byKeyOf(rows: RowFact[]): Map<string, RowFact[]> {
   return byKey;
 }
 
-/** Request facts grouped by key: each route's (or command's, or user's) times, statements and errors. */
-export function routeRows(rows: RowFact[]): (RouteRow & { profile: number })[] {
+/** JSON counts (`{ "bin": n }`) of rows summed. */
+function countsOf(rows: SumRow[], column: 'hist' | 'nhist'): [number, number][] {
+  const counts = new Map<number, number>();
+  for (const r of rows) {
+    const text = r[column];
+    if (text) for (const [at, n] of Object.entries(JSON.parse(text) as Record<string, number>)) counts.set(Number(at), (counts.get(Number(at)) ?? 0) + num(n));
+  }
+  return [...counts].sort((a, b) => a[0] - b[0]);
+}
+
+/** The count at fraction q of sorted counts (nearest rank): its position. */
+function quantileOf(counts: [number, number][], q: number): number {
+  const total = counts.reduce((a, [, n]) => a + n, 0);
+  let seen = 0;
+  for (const [at, n] of counts) if ((seen += n) >= Math.max(1, Math.ceil(q * total))) return at;
+  return 0;
+}
+
+/** A time's quantile: its bin's upper bound, never past the slowest. */
+const timeAt = (bins: [number, number][], q: number, max: number) => round(Math.min(BIN_EDGES[quantileOf(bins, q)], max));
+
+/** The row that shows a group: its slowest, the latest of equals. */
+const shownOf = (list: SumRow[]) => list.reduce((a, b) => (num(b.peak) > num(a.peak) || (num(b.peak) === num(a.peak) && num(b.last) > num(a.last)) ? b : a));
+
+const sum = (list: SumRow[], column: 'requests' | 'n' | 'ms' | 'bad' | 'flagged') => list.reduce((a, r) => a + num(r[column]), 0);
+
+/** A route's times: counts by bin of BIN_EDGES, fastest first. */
+export type Times = [number, number][];
+
+/** Requests of times wholly slower than `ms` (bins that start past it). */
+export const slowerThan = (times: Times, ms: number): number => times.reduce((a, [bin, n]) => a + (bin > 0 && BIN_EDGES[bin - 1] >= ms ? n : 0), 0);
+
+/** Each route's (or command's, or user's) requests, times, statements and errors. */
+export function routeRows(rows: SumRow[]): (RouteRow & { times: Times })[] {
   return [...byKeyOf(rows)].map(([key, list]) => {
-    const times = list.map((r) => num(r.ms)).sort((a, b) => a - b);
-    const slowest = list.reduce((a, b) => (num(b.ms) > num(a.ms) ? b : a));
+    const max = num(shownOf(list).peak);
+    const times = countsOf(list, 'hist');
+    const statements = countsOf(list, 'nhist');
     const histogram = HISTOGRAM_EDGES.map(() => 0);
-    for (const t of times) histogram[HISTOGRAM_EDGES.findIndex((edge) => t <= edge)]++;
-    const statements = list.map((r) => num(r.n));
+    for (const [bin, n] of times) histogram[HISTOGRAM_EDGES.findIndex((edge) => BIN_EDGES[bin] <= edge)] += n;
     return {
       key,
-      requests: list.length,
-      p50: round(quantile(times, 0.5)),
-      p95: round(quantile(times, 0.95)),
-      max: round(times[times.length - 1]),
-      total: round(times.reduce((a, b) => a + b, 0)),
-      errors: list.filter((r) => (num(r.bad) & ROUTE_ERROR) !== 0).length,
-      statements: { median: median(statements), max: statements.reduce((a, b) => Math.max(a, b), 0) },
-      nPlusOne: list.filter((r) => (num(r.bad) & ROUTE_N_PLUS_ONE) !== 0).length,
+      requests: sum(list, 'requests'),
+      p50: timeAt(times, 0.5, max),
+      p95: timeAt(times, 0.95, max),
+      max: round(max),
+      total: round(sum(list, 'ms')),
+      errors: sum(list, 'bad'),
+      statements: { median: quantileOf(statements, 0.5), max: statements.length === 0 ? 0 : statements[statements.length - 1][0] },
+      nPlusOne: sum(list, 'flagged'),
       histogram,
-      profile: num(slowest.profile),
+      token: shownOf(list).shown,
+      times,
     };
   }).sort((a, b) => b.total - a.total);
-}
-
-type TotalPart = Omit<TotalRow, 'lines' | 'routes' | 'token' | 'p95'> & { route: string | null; line: string | null };
-
-/** The period's sums by kind, key, route and line, as one row a kind and key, with its routes and lines most first. */
-function totalsOf(parts: TotalPart[]): TotalRow[] {
-  const byKey = new Map<string, TotalRow & { byRoute: Map<string, number>; byLine: Map<string, number> }>();
-  for (const p of parts) {
-    const id = `${p.kind}\t${p.key}`;
-    let t = byKey.get(id);
-    if (t === undefined) byKey.set(id, (t = { kind: p.kind, key: p.key, requests: 0, count: 0, total: 0, peak: 0, bad: 0, first: Infinity, last: 0, byRoute: new Map(), byLine: new Map() }));
-    const requests = num(p.requests);
-    t.requests += requests;
-    t.count += num(p.count);
-    t.total += num(p.total);
-    t.peak = Math.max(t.peak, num(p.peak));
-    t.bad += num(p.bad);
-    t.first = Math.min(t.first, num(p.first));
-    t.last = Math.max(t.last, num(p.last));
-    if (p.route !== null) t.byRoute.set(p.route, (t.byRoute.get(p.route) ?? 0) + requests);
-    if (p.line !== null) t.byLine.set(p.line, (t.byLine.get(p.line) ?? 0) + requests);
-  }
-  const most = (counts: Map<string, number>) => [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, 3).map(([name]) => name);
-  return [...byKey.values()].map(({ byRoute, byLine, ...t }) => ({ ...t, total: round(t.total), peak: round(t.peak), routes: most(byRoute), lines: most(byLine) }));
-}
-
-/** The tokens of profiles by their row ids. */
-export async function tokensOf(store: ProfileReader, ids: number[]): Promise<Map<number, string>> {
-  const tokens = new Map<number, string>();
-  if (ids.length > 0) for (const r of await store.select<{ id: number; token: string }>(`SELECT id, token FROM profiles WHERE id IN (${ids.map(() => '?').join(', ')})`, ids)) tokens.set(num(r.id), r.token);
-  return tokens;
-}
-
-/** Every route and every statement of a period, uncapped: what a comparison of two periods reads. */
-export async function measuresOf(store: ProfileReader, period: Period): Promise<{ routes: (RouteRow & { profile: number })[]; statements: TotalRow[] }> {
-  const args = [period.from, period.to];
-  const routes = routeRows(await store.select<RowFact>("SELECT profile, time, kind, key, n, ms, peak, bad FROM facts WHERE kind = 'route' AND time >= ? AND time <= ?", args));
-  const statements = totalsOf(await store.select<TotalPart>(TOTALS_SQL, args)).filter((t) => t.kind === 'statement');
-  return { routes, statements };
 }
 
 /** Calls by endpoint: a request's calls to one are one fact (their count, their sum, the slowest): p95 of the slowest a request made. */
-function callRows(rows: RowFact[]): (TotalRow & { profile: number })[] {
+function callRows(rows: SumRow[]): TotalRow[] {
   return [...byKeyOf(rows)].map(([key, list]) => {
-    const peaks = list.map((r) => num(r.peak)).sort((a, b) => a - b);
-    const slowest = list.reduce((a, b) => (num(b.peak) > num(a.peak) ? b : a));
-    const times = list.map((r) => num(r.time));
+    const shown = shownOf(list);
     return {
       kind: 'call' as const,
       key,
-      requests: list.length,
-      count: list.reduce((a, r) => a + num(r.n), 0),
-      total: round(list.reduce((a, r) => a + num(r.ms), 0)),
-      peak: round(peaks[peaks.length - 1]),
-      p95: round(quantile(peaks, 0.95)),
-      bad: list.reduce((a, r) => a + num(r.bad), 0),
-      first: times.reduce((a, b) => Math.min(a, b)),
-      last: times.reduce((a, b) => Math.max(a, b)),
-      profile: num(slowest.profile),
+      requests: sum(list, 'requests'),
+      count: sum(list, 'n'),
+      total: round(sum(list, 'ms')),
+      peak: round(num(shown.peak)),
+      p95: timeAt(countsOf(list, 'hist'), 0.95, num(shown.peak)),
+      bad: sum(list, 'bad'),
+      first: Math.min(...list.map((r) => num(r.first))),
+      last: Math.max(...list.map((r) => num(r.last))),
+      token: shown.shown,
     };
   }).sort((a, b) => b.total - a.total);
+}
+
+/** Each kind and key of the rest as one row, with the routes and lines it was seen in, most first. */
+function totalsOf(rows: SumRow[]): TotalRow[] {
+  const byKind = new Map<string, SumRow[]>();
+  for (const r of rows) (byKind.get(r.kind) ?? byKind.set(r.kind, []).get(r.kind)!).push(r);
+  const most = (list: SumRow[], by: 'route' | 'line') => {
+    const counts = new Map<string, number>();
+    for (const r of list) if (r[by] !== '') counts.set(r[by], (counts.get(r[by]) ?? 0) + num(r.requests));
+    return [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, 3).map(([name]) => name);
+  };
+  return [...byKind.values()].flatMap((ofKind) => [...byKeyOf(ofKind)].map(([key, list]) => {
+    const shown = shownOf(list);
+    const row: TotalRow = {
+      kind: shown.kind as FactKind,
+      key,
+      requests: sum(list, 'requests'),
+      count: sum(list, 'n'),
+      total: round(sum(list, 'ms')),
+      peak: round(num(shown.peak)),
+      bad: sum(list, 'bad'),
+      first: Math.min(...list.map((r) => num(r.first))),
+      last: Math.max(...list.map((r) => num(r.last))),
+      token: shown.shown,
+    };
+    // Where a statement ran and an error was thrown; other kinds' rows name no line, and their routes are not shown.
+    if (row.kind === 'statement' || row.kind === 'exception' || row.kind === 'refusal') Object.assign(row, { routes: most(list, 'route'), lines: most(list, 'line') });
+    return row;
+  }));
+}
+
+/** Every route and every statement of a period, uncapped: what a comparison of two periods reads. */
+export async function measuresOf(store: ProfileReader, period: Period): Promise<{ routes: (RouteRow & { times: Times })[]; statements: TotalRow[] }> {
+  const rows = await sumsIn(store, period);
+  return { routes: routeRows(rows.filter((r) => r.kind === 'route')), statements: totalsOf(rows.filter((r) => r.kind === 'statement')) };
 }
 
 /** Everything the insights page and MCP's `insights` show of a period. */
 export async function insightsOf(store: ProfileReader, period: Period): Promise<Insights> {
-  const args = [period.from, period.to];
-  const rows = await store.select<RowFact>(ROWS_SQL, args);
-  const totals = totalsOf(await store.select<TotalPart>(TOTALS_SQL, args));
-  const of = (kind: string) => rows.filter((r) => r.kind === kind);
-  const requestRows = [...of('route'), ...of('command')];
+  const rows = await sumsIn(store, period);
+  const of = (...kinds: string[]) => rows.filter((r) => kinds.includes(r.kind));
+  // Requests over the period: an hour's in the sparkline's bucket of its middle.
+  const requestRows = of('route', 'command');
   const sparkline = Array.from({ length: SPARK_BUCKETS }, () => 0);
   // A period from the beginning of time ("all") is drawn from its first request.
-  const start = period.from > 0 ? period.from : requestRows.reduce((a, r) => Math.min(a, num(r.time)), period.to);
+  const start = period.from > 0 ? period.from : requestRows.reduce((a, r) => Math.min(a, num(r.first)), period.to);
   const span = Math.max(1, period.to - start + 1);
-  for (const r of requestRows) sparkline[Math.min(SPARK_BUCKETS - 1, Math.max(0, Math.floor(((num(r.time) - start) / span) * SPARK_BUCKETS)))]++;
-  const routes = routeRows(of('route')).slice(0, TOP);
-  const commands = routeRows(of('command')).slice(0, TOP);
-  const users = routeRows(of('user')).sort((a, b) => b.requests - a.requests).slice(0, TOP);
+  for (const r of requestRows) {
+    const at = num(r.span) === HOUR ? num(r.bucket) + HOUR / 2 : num(r.bucket);
+    sparkline[Math.min(SPARK_BUCKETS - 1, Math.max(0, Math.floor(((at - start) / span) * SPARK_BUCKETS)))] += num(r.requests);
+  }
+  const shown = (list: (RouteRow & { times: Times })[]): RouteRow[] => list.slice(0, TOP).map(({ times: _times, ...r }) => r);
+  const routes = shown(routeRows(of('route')));
+  const commands = shown(routeRows(of('command')));
+  const users = shown(routeRows(of('user')).sort((a, b) => b.requests - a.requests));
   const calls = callRows(of('call')).slice(0, TOP);
+  const totals = totalsOf(of('statement', 'exception', 'refusal', 'cache', 'missing', 'warning'));
   const top = (kinds: string[], by: (t: TotalRow) => number) => totals.filter((t) => kinds.includes(t.kind)).sort((a, b) => by(b) - by(a) || a.key.localeCompare(b.key)).slice(0, TOP);
   const statements = top(['statement'], (t) => t.total);
-  const failures = top(['exception', 'refusal'], (t) => t.requests);
-  const cache = top(['cache'], (t) => t.count);
-  const missing = top(['missing'], (t) => t.count);
-  const warnings = top(['warning'], (t) => t.count);
-  // Each shown row's profile: its slowest (latest, where it has no time); statements' and errors' lines and routes.
-  const profiles = new Map<TotalRow | RouteRow, number>();
-  for (const list of [routes, commands, users, calls]) for (const r of list as (RouteRow & { profile: number })[]) profiles.set(r, r.profile);
-  for (const t of [...statements, ...failures, ...cache, ...missing, ...warnings]) {
-    const [shown] = await store.select<{ profile: number }>(SHOWN_BY_SQL, [t.kind, t.key, ...args]);
-    if (shown !== undefined) profiles.set(t, num(shown.profile));
-    if (t.kind !== 'statement' && t.kind !== 'exception' && t.kind !== 'refusal') {
-      delete t.lines;
-      delete t.routes;
-    }
-  }
-  const tokens = await tokensOf(store, [...new Set(profiles.values())]);
-  for (const [row, id] of profiles) {
-    row.token = tokens.get(id);
-    delete (row as { profile?: number }).profile;
-  }
   const candidates = [
     ...routes.map((r) => ({ card: 'routes' as const, key: r.key, total: r.total, token: r.token })),
     ...statements.map((r) => ({ card: 'statements' as const, key: r.key, total: r.total, token: r.token })),
     ...calls.map((r) => ({ card: 'calls' as const, key: r.key, total: r.total, token: r.token })),
     ...commands.map((r) => ({ card: 'commands' as const, key: r.key, total: r.total, token: r.token })),
   ];
-  const fixFirst = candidates.sort((a, b) => b.total - a.total)[0];
-  return { period, requests: requestRows.length, sparkline, routes, commands, statements, failures, calls, cache, missing, warnings, users, fixFirst };
+  return {
+    period,
+    requests: sum(requestRows, 'requests'),
+    sparkline,
+    routes,
+    commands,
+    statements,
+    failures: top(['exception', 'refusal'], (t) => t.requests),
+    calls,
+    cache: top(['cache'], (t) => t.count),
+    missing: top(['missing'], (t) => t.count),
+    warnings: top(['warning'], (t) => t.count),
+    users,
+    fixFirst: candidates.sort((a, b) => b.total - a.total)[0],
+  };
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { PgProfileStore } from './pg-store.js';
+import { WaitingSums } from './insight-sums.js';
 import type { StoredProfile } from './profile.js';
 import type { ProfileSink } from './sink.js';
 import type { TokenBitmap } from './token-bitmap.js';
@@ -23,6 +24,7 @@ export class PgSink implements ProfileSink {
   private taking: Promise<boolean> | undefined;
   private readonly toucher: NodeJS.Timeout;
   private readonly instance: string;
+  private readonly sums = new WaitingSums();
 
   constructor(
     options: { url: string; schema: string; instance: string },
@@ -78,8 +80,14 @@ export class PgSink implements ProfileSink {
     return undefined;
   }
 
-  write(rows: StoredProfile[]): Promise<void> {
-    return this.store.insert(rows);
+  async write(rows: StoredProfile[], now: boolean): Promise<void> {
+    const sums = this.sums.forTransaction(now);
+    await this.store.insert(rows, sums.add);
+    sums.committed();
+  }
+
+  sumsDueIn(): number | undefined {
+    return this.sums.dueIn();
   }
 
   /** Their tokens went out in responses: they stay taken, so that no later request is shown under them. */

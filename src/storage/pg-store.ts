@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { encode } from './codec.js';
 import type { ProfileSummary, StoredProfile } from './profile.js';
+import { FORGET_SQL, HORIZON_SQL, onConflict, sumsOf, SUM_COLUMNS, sumValues, type Counted, type SumRow } from './insight-sums.js';
 import { migratePg } from './pg-schema.js';
 import { findSql, INSERT_COLUMNS, profileOf, PRUNE_CONFIGS_SQL, READ_SQL, sinceSql, type SearchFilter } from './query.js';
 import { withoutPassword } from './location.js';
@@ -170,10 +171,32 @@ export class PgProfileStore implements ProfileReader {
 
   /** Delete profiles older than `before`, or all; VACUUM then gives their space back for new profiles. */
   async purge(before?: number) {
-    const gone = await this.rows<{ n: number }>(`WITH gone AS (DELETE FROM profiles ${before === undefined ? '' : 'WHERE time < ?'} RETURNING 1) SELECT count(*)::int AS n FROM gone`, before === undefined ? [] : [before]);
-    await this.rows(before === undefined ? 'DELETE FROM configs' : PRUNE_CONFIGS_SQL);
-    await this.rows('VACUUM profiles, profile_data, configs');
-    return gone[0].n;
+    await this.ready();
+    const n = await this.withClient(async (c) => {
+      await c.query('BEGIN');
+      try {
+        const gone = (await c.query(`WITH gone AS (DELETE FROM profiles ${before === undefined ? '' : 'WHERE time < $1'} RETURNING time) SELECT count(*)::int AS n, max(time) AS newest FROM gone`, before === undefined ? [] : [before])).rows[0] as { n: number; newest: number | null };
+        if (gone.newest !== null) await this.forget(c, gone.newest);
+        await c.query(before === undefined ? 'DELETE FROM configs' : PRUNE_CONFIGS_SQL);
+        await c.query('COMMIT');
+        return gone.n;
+      } catch (err) {
+        await c.query('ROLLBACK').catch(() => {});
+        throw err;
+      }
+    });
+    await this.rows('VACUUM profiles, profile_data, configs, insight_sums');
+    return n;
+  }
+
+  /**
+   * The insights' sums of every bucket up to `time` go with the profiles deleted up to it (see
+   * insight-sums.ts). After the writers' turn lock: a writer adding to a row this deletes waits, rather than deadlocks.
+   */
+  private async forget(c: PoolClient, time: number): Promise<void> {
+    await c.query(`SELECT pg_advisory_xact_lock(${this.lock('insert')})`);
+    await c.query(numbered(FORGET_SQL), [time]);
+    await c.query(numbered(HORIZON_SQL), [time]);
   }
 
   /** Refresh the planner's statistics now rather than when autovacuum next comes round (the bench, after seeding). */
@@ -185,20 +208,27 @@ export class PgProfileStore implements ProfileReader {
    * Write a batch in one transaction. Writers of every instance take turns (a transaction lock),
    * so that row ids become visible in order and a live list polling "after id N" misses nothing.
    * A token already stored is never overwritten: that profile is kept under the token with
-   * characters appended (it can only be a provisional token: see sharedTokenSource).
+   * characters appended (it can only be a provisional token: see sharedTokenSource). `sums` says
+   * which insights' sums the transaction adds, given the profiles it stored (see WaitingSums): by default theirs.
    */
-  async insert(rows: StoredProfile[]): Promise<void> {
+  async insert(rows: StoredProfile[], sums: (counted: Counted[]) => SumRow[] = sumsOf): Promise<void> {
     await this.ready();
     await this.withClient(async (c) => {
       await c.query('BEGIN');
       try {
         await c.query(`SELECT pg_advisory_xact_lock(${this.lock('insert')})`);
         let batch = rows;
+        const counted: Counted[] = [];
         while (batch.length > 0) {
           const stored = new Set((await c.query(INSERT_SQL, columnsOf(batch))).rows.map((r: { token: string }) => r.token));
+          // A token twice in a batch stored its first row only (see columnsOf): counted once.
+          const unsummed = new Set(stored);
+          for (const { summary: s, insights } of batch) if (unsummed.delete(s.token) && insights !== undefined) counted.push({ time: s.time, token: s.token, ...insights });
           batch = batch.filter((r) => !stored.has(r.summary.token) && r.summary.token.length < 32)
             .map((r) => ({ ...r, summary: { ...r.summary, token: `${r.summary.token}0` } }));
         }
+        const adding = sums(counted);
+        if (adding.length > 0) await c.query(SUMS_SQL, sumColumnsOf(adding));
         await c.query('COMMIT');
       } catch (err) {
         await c.query('ROLLBACK').catch(() => {});
@@ -223,10 +253,15 @@ export class PgProfileStore implements ProfileReader {
           // Rows go oldest first and ids only grow, so the id span is the count, read from the index.
           const { first, last } = (await c.query('SELECT min(id) AS first, max(id) AS last FROM profiles')).rows[0] as { first: number | null; last: number | null };
           // Each walks its own index from the oldest end, so a step that finds nothing reads nothing.
-          const chunk = (column: 'id' | 'time', op: string, value: number) => c.query(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE ${column} ${op} $1 ORDER BY ${column} LIMIT ${PRUNE_CHUNK}) RETURNING token`, [value]);
-          if (first !== null && last !== null && last - first + 1 > maxProfiles) gone = (await chunk('id', '<=', last - maxProfiles)).rows.map((r) => r.token);
-          else if (maxAge !== undefined) gone = (await chunk('time', '<', now - maxAge)).rows.map((r) => r.token);
-          if (gone.length > 0) await c.query(PRUNE_CONFIGS_SQL);
+          const chunk = (column: 'id' | 'time', op: string, value: number) => c.query(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE ${column} ${op} $1 ORDER BY ${column} LIMIT ${PRUNE_CHUNK}) RETURNING token, time`, [value]);
+          let deleted: { token: string; time: number }[] = [];
+          if (first !== null && last !== null && last - first + 1 > maxProfiles) deleted = (await chunk('id', '<=', last - maxProfiles)).rows;
+          else if (maxAge !== undefined) deleted = (await chunk('time', '<', now - maxAge)).rows;
+          gone = deleted.map((r) => r.token);
+          if (gone.length > 0) {
+            await c.query(PRUNE_CONFIGS_SQL);
+            await this.forget(c, deleted.reduce((newest, r) => Math.max(newest, r.time), 0));
+          }
         }
         await c.query('COMMIT');
         return gone;
@@ -297,30 +332,37 @@ const INSERT_SQL = `WITH batch AS (
   ), data AS (
     INSERT INTO profile_data (id, encoding, data, config)
     SELECT s.id, b.encoding, b.data, u.id FROM stored s JOIN batch b ON b.token = s.token LEFT JOIN used u ON u.data = ($19::text[])[b.config]
-  ), facts_of AS (
-    INSERT INTO facts (profile, time, kind, key, n, ms, peak, bad, line, route)
-    SELECT s.id, b.time, f.kind, f.key, f.n, f.ms, f.peak, f.bad, f.line, f.route
-    FROM unnest($21::text[], $22::text[], $23::text[], $24::integer[], $25::float8[], $26::float8[], $27::integer[], $28::text[], $29::text[]) AS f(token, kind, key, n, ms, peak, bad, line, route)
-    JOIN stored s ON s.token = f.token JOIN batch b ON b.token = f.token
   )
   SELECT token FROM stored`;
 
-/** A batch as INSERT_SQL's parameters: the column arrays it unnests, then its configs and the time, then its facts; a token twice in one batch keeps its first row. */
+/** A batch as INSERT_SQL's parameters: the column arrays it unnests, then its configs and the time; a token twice in one batch keeps its first row. */
 function columnsOf(rows: StoredProfile[]): unknown[] {
   const cols: unknown[][] = Array.from({ length: 18 }, () => []);
-  // Each fact as one entry of nine arrays, named by its profile's token (see facts_of).
-  const facts: unknown[][] = Array.from({ length: 9 }, () => []);
   const configs: string[] = [];
   const seen = new Set<string>();
-  for (const { summary: s, data, config, facts: derived } of rows) {
+  for (const { summary: s, data, config } of rows) {
     if (seen.has(s.token)) continue;
     seen.add(s.token);
     const [encoding, body] = encode(data);
     const values = [s.token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null, s.trace ?? null, s.label ?? null, s.failed ?? 0, s.blockedBy ?? null, s.user ?? null, encoding, typeof body === 'string' ? Buffer.from(body) : body, config === undefined ? null : configAt(configs, config)];
     values.forEach((v, i) => cols[i].push(v));
-    for (const f of derived ?? []) [s.token, f.kind, f.key, f.n, f.ms, f.peak, f.bad, f.line ?? null, f.route ?? null].forEach((v, i) => facts[i].push(v));
   }
-  return [...cols, configs, Date.now(), ...facts];
+  return [...cols, configs, Date.now()];
+}
+
+/** Two JSON counts (`{ "bin": n }`) summed, in PostgreSQL's JSON functions. */
+const mergeCounts = (column: string) => `CASE WHEN excluded.${column} IS NULL THEN insight_sums.${column} ELSE (SELECT jsonb_object_agg(key, total)::text FROM
+  (SELECT key, sum(value::integer) AS total FROM (SELECT * FROM jsonb_each_text(insight_sums.${column}::jsonb) UNION ALL SELECT * FROM jsonb_each_text(excluded.${column}::jsonb)) AS both_counts GROUP BY key) AS summed) END`;
+
+/** A batch's insights' sums (see insight-sums.ts), one array a column. */
+const SUMS_SQL = `INSERT INTO insight_sums (${SUM_COLUMNS})
+  SELECT * FROM unnest($1::integer[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::float8[], $9::float8[], $10::float8[], $11::float8[], $12::integer[], $13::bigint[], $14::bigint[], $15::text[], $16::text[], $17::text[])
+  ${onConflict(mergeCounts)}`;
+
+function sumColumnsOf(rows: SumRow[]): unknown[][] {
+  const cols: unknown[][] = Array.from({ length: 17 }, () => []);
+  for (const row of rows) sumValues(row).forEach((v, i) => cols[i].push(v));
+  return cols;
 }
 
 /** The 1-based position of `config` in `configs`, added when new: a batch names each distinct config once. */

@@ -26,8 +26,8 @@ export interface StoredProfile {
   summary: ProfileSummary;
   data: string;
   config?: string;
-  /** What it adds to the insights across requests (see redaction/facts.ts), stored beside it. */
-  facts?: Fact[];
+  /** What it adds to the insights across requests (see redaction/facts.ts), summed as it is stored (see insight-sums.ts), and when its profiler started. */
+  insights?: { since: number; facts: Fact[] };
 }
 
 /** A stored row as storage gives it back: the summary, the data in whichever form it was stored, and the config. */

@@ -84,7 +84,8 @@ export class WriteQueue<T> {
 
   /**
    * Write everything that waits; resolves to the number of profiles written. `now` (an explicit
-   * flush()) tries a store that could not be opened at once, not after the pause.
+   * flush()) tries a store that could not be opened at once, not after the pause, and writes the
+   * insights' sums that wait (see WaitingSums) whether due or not.
    */
   flush(now = false): Promise<number> {
     const run = this.running.then(() => this.flushOnce(now));
@@ -136,20 +137,17 @@ export class WriteQueue<T> {
       this.dropped += over;
       this.tell(`profiler storage is behind: ${this.dropped} profiles dropped so far`);
     }
-    if (this.built.length === 0 && !this.morePrune) return 0;
-    if (!(await this.sink.open(now))) return this.built.length > 0 ? this.retryLater() : 0;
+    const sumsDue = this.sumsDue(now);
+    if (this.built.length === 0 && !this.morePrune && !sumsDue) return 0;
+    if (!(await this.sink.open(now))) return this.built.length > 0 || sumsDue ? this.retryLater() : 0;
     if (this.built.length === 0) {
+      if (sumsDue && !(await this.stored([], now))) return this.retryLater();
       await this.prune();
       return 0;
     }
     const batch = this.built;
     const bytes = this.builtBytes;
-    try {
-      await this.sink.write(batch);
-    } catch (err) {
-      this.failed(err);
-      return this.retryLater();
-    }
+    if (!(await this.stored(batch, now))) return this.retryLater();
     // Only this flush touches `built`: what was built meanwhile is still in `pending`.
     this.built = [];
     this.builtBytes = 0;
@@ -160,6 +158,25 @@ export class WriteQueue<T> {
     }
     await this.prune();
     return batch.length;
+  }
+
+  /** Write rows (or only the insights' sums that wait); then come back when the sums that still wait are due. */
+  private async stored(rows: StoredProfile[], now: boolean): Promise<boolean> {
+    try {
+      await this.sink.write(rows, now);
+    } catch (err) {
+      this.failed(err);
+      return false;
+    }
+    const due = this.sink.sumsDueIn();
+    if (due !== undefined && !this.closed) this.schedule(Math.max(1, due));
+    return true;
+  }
+
+  /** The insights' sums that wait are to be written now: due, or asked for (`now`). */
+  private sumsDue(now: boolean): boolean {
+    const due = this.sink.sumsDueIn();
+    return due !== undefined && (now || due === 0);
   }
 
   private retryLater(): number {
@@ -200,7 +217,8 @@ export class WriteQueue<T> {
 
   async close(): Promise<void> {
     clearTimeout(this.timer);
-    await this.flush();
+    // Now: the insights' sums that wait are written too.
+    await this.flush(true);
     this.closed = true;
     clearTimeout(this.timer);
     await this.sink.close();

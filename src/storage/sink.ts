@@ -1,3 +1,4 @@
+import { WaitingSums } from './insight-sums.js';
 import type { StoredProfile } from './profile.js';
 import type { Awaitable } from './reader.js';
 import { StoreHandle } from './store-handle.js';
@@ -16,7 +17,10 @@ export interface ProfileSink {
   changed(): string | undefined;
   /** Ready to write, opening what it needs first; false while it cannot (it told why). `now` tries at once. */
   open(now: boolean): Awaitable<boolean>;
-  write(rows: StoredProfile[]): Awaitable<void>;
+  /** Store rows (none: only the insights' sums that wait, when due); `now` writes the sums that wait whether due or not. */
+  write(rows: StoredProfile[], now: boolean): Awaitable<void>;
+  /** Milliseconds until the insights' sums that wait are due, or undefined when none wait. */
+  sumsDueIn(): number | undefined;
   /** Profiles dropped unwritten (storage was behind for too long). */
   dropped(rows: StoredProfile[]): void;
   /** One bounded step of retention; returns how many went, or undefined when another instance had the turn. */
@@ -34,6 +38,7 @@ export class SqliteSink implements ProfileSink {
   readonly pruneEveryMs = 0;
   private readonly handle: StoreHandle;
   private lastSeenId = 0;
+  private readonly sums = new WaitingSums();
 
   constructor(private readonly file: string, private readonly taken: TokenBitmap, tell: (message: string) => void) {
     // The writer thread may wait for a lock (another process's writes, a migration at start): no request waits with it.
@@ -64,8 +69,14 @@ export class SqliteSink implements ProfileSink {
     return this.handle.get(now) !== undefined;
   }
 
-  write(rows: StoredProfile[]): void {
-    this.lastSeenId = this.handle.get()!.insertSerialised(rows, this.lastSeenId, (token) => this.taken.add(token));
+  write(rows: StoredProfile[], now: boolean): void {
+    const sums = this.sums.forTransaction(now);
+    this.lastSeenId = this.handle.get()!.insertSerialised(rows, this.lastSeenId, (token) => this.taken.add(token), sums.add);
+    sums.committed();
+  }
+
+  sumsDueIn(): number | undefined {
+    return this.sums.dueIn();
   }
 
   dropped(rows: StoredProfile[]): void {

@@ -4,6 +4,7 @@ import { encode } from './codec.js';
 import { serialise, type Profile, type ProfileSummary, type StoredProfile, type StoredRead } from './profile.js';
 import { findSql, INSERT_COLUMNS, profileOf, PRUNE_CONFIGS_SQL, READ_SQL, sinceSql, type SearchFilter } from './query.js';
 import type { ProfileReader, StoreStats } from './reader.js';
+import { FORGET_SQL, HORIZON_SQL, onConflict, sumsOf, SUM_COLUMNS, sumValues, type Counted, type SumRow } from './insight-sums.js';
 import { migrate } from './schema.js';
 import { openDatabase, sqliteCode, type SqliteDatabase } from './sqlite.js';
 
@@ -11,6 +12,10 @@ export type { SearchFilter } from './query.js';
 export type { StoreStats } from './reader.js';
 
 const PRUNE_CHUNK = 500;
+
+/** Two JSON counts (`{ "bin": n }`) summed, in SQLite's JSON functions. */
+const mergeCounts = (column: string) => `CASE WHEN excluded.${column} IS NULL THEN insight_sums.${column} ELSE (SELECT json_group_object(key, total) FROM
+  (SELECT key, sum(value) AS total FROM (SELECT key, value FROM json_each(insight_sums.${column}) UNION ALL SELECT key, value FROM json_each(excluded.${column})) GROUP BY key)) END`;
 
 /** A SQLite error that means the file is not a database we can use: move it aside and start anew. */
 export const isCorruption = (err: unknown): boolean => /^SQLITE_(CORRUPT|NOTADB)/.test(sqliteCode(err));
@@ -25,7 +30,9 @@ export class ProfileStore implements ProfileReader {
   readonly file: string;
   readonly shared = false;
   private readonly stmts;
-  private readonly writeBatch: (batch: StoredProfile[], seen: number, learn?: (token: string) => void) => number;
+  private readonly writeBatch: (batch: StoredProfile[], seen: number, learn: ((token: string) => void) | undefined, sums: (counted: Counted[]) => SumRow[]) => number;
+  private readonly pruneStep: (maxProfiles: number, maxAge: number | undefined, now: number) => string[];
+  private readonly purgeRows: (before?: number) => number;
 
   private constructor(file: string, db: SqliteDatabase) {
     this.file = file;
@@ -41,16 +48,18 @@ export class ProfileStore implements ProfileReader {
       // Each in its own subquery: SQLite reads min() or max() alone off the end of the id b-tree, both together by scanning every row.
       span: db.prepare('SELECT (SELECT min(id) FROM profiles) AS first, (SELECT max(id) FROM profiles) AS last'),
       insertData: db.prepare('INSERT INTO profile_data (id, encoding, data, config) VALUES (?, ?, ?, ?)'),
-      insertFact: onWrite('INSERT INTO facts (profile, time, kind, key, n, ms, peak, bad, line, route) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+      addSums: onWrite(`INSERT INTO insight_sums (${SUM_COLUMNS}) VALUES (${SUM_COLUMNS.split(',').map(() => '?').join(', ')}) ${onConflict(mergeCounts)}`),
+      forget: onWrite(FORGET_SQL),
+      horizon: onWrite(HORIZON_SQL),
       useConfig: db.prepare('INSERT INTO configs (data, used) VALUES (?, ?) ON CONFLICT (data) DO UPDATE SET used = excluded.used RETURNING id'),
       pruneConfigs: db.prepare(PRUNE_CONFIGS_SQL),
       read: db.prepare(READ_SQL),
       latest: db.prepare(`SELECT token FROM profiles WHERE type = ? ORDER BY id DESC LIMIT 1`),
       // By the time index from the oldest end: a step that finds nothing too old reads nothing (ORDER BY id scanned the table).
-      pruneAge: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE time < ? ORDER BY time LIMIT ${PRUNE_CHUNK}) RETURNING token`),
-      pruneCount: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE id <= ? ORDER BY id LIMIT ${PRUNE_CHUNK}) RETURNING token`),
+      pruneAge: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE time < ? ORDER BY time LIMIT ${PRUNE_CHUNK}) RETURNING token, time`),
+      pruneCount: db.prepare(`DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE id <= ? ORDER BY id LIMIT ${PRUNE_CHUNK}) RETURNING token, time`),
     };
-    this.writeBatch = db.immediate((batch: StoredProfile[], seen: number, learn?: (token: string) => void): number => {
+    this.writeBatch = db.immediate((batch: StoredProfile[], seen: number, learn: ((token: string) => void) | undefined, sums: (counted: Counted[]) => SumRow[]): number => {
       if (learn) for (const { token } of this.tokensAfter(seen)) learn(token);
       let last = seen;
       // Looked up (and marked used) once a batch: another process's retention may have taken it since the last.
@@ -62,7 +71,8 @@ export class ProfileStore implements ProfileReader {
       };
       const insert = this.stmts.insert();
       const put = (s: ProfileSummary, token: string) => insert.run(token, s.parent, s.ip, s.method, s.url, s.status, s.time, s.duration, s.type, s.instance ?? null, s.trace ?? null, s.label ?? null, s.failed ?? 0, s.blockedBy ?? null, s.user ?? null);
-      for (const { summary: s, data, config, facts } of batch) {
+      const counted: Counted[] = [];
+      for (const { summary: s, data, config, insights } of batch) {
         let token = s.token;
         let result = put(s, token);
         while (result.changes === 0 && token.length < 32) result = put(s, (token += '0'));
@@ -70,9 +80,33 @@ export class ProfileStore implements ProfileReader {
         const [encoding, stored] = encode(data);
         last = Number(result.lastInsertRowid);
         this.stmts.insertData.run(last, encoding, stored, config === undefined ? null : configId(config));
-        for (const f of facts ?? []) this.stmts.insertFact().run(last, s.time, f.kind, f.key, f.n, f.ms, f.peak, f.bad, f.line ?? null, f.route ?? null);
+        if (insights !== undefined) counted.push({ time: s.time, token, ...insights });
       }
+      for (const row of sums(counted)) this.stmts.addSums().run(...sumValues(row));
       return last;
+    });
+    // Profiles and the insights' sums they were counted in go in one transaction: no count outlives its profile.
+    this.pruneStep = db.immediate((maxProfiles: number, maxAge: number | undefined, now: number): string[] => {
+      // Rows go oldest first and ids only grow, so the id span is the count, read in O(log n).
+      const { first, last } = this.stmts.span.get() as { first: number | null; last: number | null };
+      const gone = (first !== null && last !== null && last - first + 1 > maxProfiles
+        ? this.stmts.pruneCount.all(last - maxProfiles)
+        : maxAge === undefined ? [] : this.stmts.pruneAge.all(now - maxAge)) as { token: string; time: number }[];
+      if (gone.length > 0) {
+        this.stmts.pruneConfigs.run();
+        this.forget(gone.reduce((newest, row) => Math.max(newest, row.time), 0));
+      }
+      return gone.map((row) => row.token);
+    });
+    this.purgeRows = db.immediate((before?: number): number => {
+      const { newest } = db.prepare(`SELECT max(time) AS newest FROM profiles${before === undefined ? '' : ' WHERE time < ?'}`).get(...(before === undefined ? [] : [before])) as { newest: number | null };
+      if (newest !== null) this.forget(newest);
+      const changes = Number(before === undefined
+        ? db.prepare('DELETE FROM profiles').run().changes
+        : db.prepare('DELETE FROM profiles WHERE time < ?').run(before).changes);
+      if (before === undefined) db.prepare('DELETE FROM configs').run();
+      else this.stmts.pruneConfigs.run();
+      return changes;
     });
   }
 
@@ -142,10 +176,11 @@ export class ProfileStore implements ProfileReader {
    * milliseconds): that profile is kept under the token with characters appended, never dropped.
    * `learn` is told the tokens other processes stored after row `seen`, read under the same write
    * lock, so that none can come between; returns the last row id, which the next call passes as
-   * `seen` (the batch's own rows are not read back).
+   * `seen` (the batch's own rows are not read back). `sums` says which insights' sums the
+   * transaction adds, given the profiles it stored (see WaitingSums): by default theirs.
    */
-  insertSerialised(rows: StoredProfile[], seen = 0, learn?: (token: string) => void): number {
-    return this.writeBatch(rows, seen, learn);
+  insertSerialised(rows: StoredProfile[], seen = 0, learn?: (token: string) => void, sums: (counted: Counted[]) => SumRow[] = sumsOf): number {
+    return this.writeBatch(rows, seen, learn, sums);
   }
 
   /** Tokens stored after row `id`, with their row ids: all of them from 0, or what others wrote since. */
@@ -188,13 +223,13 @@ export class ProfileStore implements ProfileReader {
    * caller can schedule another step while a full chunk went.
    */
   prune(maxProfiles: number, maxAge?: number, now = Date.now()): string[] {
-    // Rows go oldest first and ids only grow, so the id span is the count, read in O(log n).
-    const { first, last } = this.stmts.span.get() as { first: number | null; last: number | null };
-    const gone = first !== null && last !== null && last - first + 1 > maxProfiles
-      ? this.stmts.pruneCount.all(last - maxProfiles)
-      : maxAge === undefined ? [] : this.stmts.pruneAge.all(now - maxAge);
-    if (gone.length > 0) this.stmts.pruneConfigs.run();
-    return (gone as { token: string }[]).map((row) => row.token);
+    return this.pruneStep(maxProfiles, maxAge, now);
+  }
+
+  /** The insights' sums of every bucket up to `time` go with the profiles retention deleted up to it (see insight-sums.ts). */
+  private forget(time: number): void {
+    this.stmts.forget().run(time);
+    this.stmts.horizon().run(time);
   }
 
   /**
@@ -204,11 +239,7 @@ export class ProfileStore implements ProfileReader {
    */
   purge(before?: number): number {
     this.db.pragma('secure_delete = ON');
-    const changes = Number(before === undefined
-      ? this.db.prepare('DELETE FROM profiles').run().changes
-      : this.db.prepare('DELETE FROM profiles WHERE time < ?').run(before).changes);
-    if (before === undefined) this.db.prepare('DELETE FROM configs').run();
-    else this.stmts.pruneConfigs.run();
+    const changes = this.purgeRows(before);
     this.db.pragma('wal_checkpoint(TRUNCATE)');
     this.db.exec('VACUUM');
     this.db.pragma('wal_checkpoint(TRUNCATE)');

@@ -6,8 +6,10 @@ import type { QueueOptions } from './queue.js';
 /** What the writer thread needs of a profiler's options: plain data, no functions. */
 export type WriterOptions = QueueOptions & RecordOptions & {
   debug: boolean;
-  /** Store the facts the insights page counts beside each profile (see redaction/facts.ts). */
+  /** Sum what the insights page counts as each profile is stored (see storage/insight-sums.ts). */
   insights: boolean;
+  /** When the profiler started (epoch ms): the insights' "since the app started". */
+  started: number;
   /** The app, once its first request has been seen (see recording/app-info.ts). */
   app?: AppInfo;
 };

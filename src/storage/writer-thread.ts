@@ -64,7 +64,7 @@ function handle(msg: ToWriter): void {
         // What it adds to the insights across requests, where they are on: a failure costs those, never the profile.
         if (options.insights) {
           try {
-            row.facts = factsOf(row.summary, record, type, (text) => hidden.cut(text));
+            row.insights = { since: options.started, facts: factsOf(row.summary, record, type, (text) => hidden.cut(text)) };
           } catch (err) {
             tell(`a profile's insights could not be derived: ${(err as Error)?.message ?? err}`);
           }

@@ -1,9 +1,6 @@
-import { HISTOGRAM_EDGES, measuresOf, tokensOf, type Period } from '../storage/insights.js';
+import { HISTOGRAM_EDGES, measuresOf, slowerThan, type Period } from '../storage/insights.js';
 import type { ProfileReader } from '../storage/reader.js';
 import { parseTime } from './search-params.js';
-
-/** When this process loaded the profiler: "since the app started". */
-const STARTED = Date.now();
 
 export type PeriodName = 'hour' | 'day' | 'start' | 'all';
 
@@ -13,7 +10,7 @@ export type ParsedPeriod = { ok: true; period: Period; name: PeriodName | 'range
 const one = (value: unknown): string | undefined => (typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined);
 
 /** `?period=hour|day|start|all` (default: since the app started; all for a reader with no app, `started` null), or `?start=&end=`; `?compare=<time>`. */
-export function parsePeriod(query: Record<string, unknown>, now = Date.now(), started: number | null = STARTED): ParsedPeriod {
+export function parsePeriod(query: Record<string, unknown>, now: number, started: number | null): ParsedPeriod {
   const form: Record<string, string> = {};
   const start = one(query.start);
   const end = one(query.end);
@@ -64,20 +61,23 @@ const MIN_REQUESTS = 3;
 const MIN_FOR_P95 = 20;
 /** A time grew beyond noise: by a quarter, and by 2 ms at least. */
 const grewTime = (before: number, after: number) => after > before * 1.25 && after - before >= 2;
+/** A p95 grew when that many requests at least took longer than the earlier one grown beyond noise: two pauses move a p95 of 20. */
+const MIN_SLOWER = 3;
 /** A count a request grew beyond noise: by one at least. */
 const grewCount = (before: number, after: number) => after - before >= 1;
 
 /** Each route's p50, p95 and statements a request, and each statement's runs a request, before `at` and from it on: every one, not only the top rows. */
 export async function regressionsOf(store: ProfileReader, period: Period, at: number): Promise<Regression[]> {
   const [before, after] = await Promise.all([measuresOf(store, { from: period.from, to: at - 1 }), measuresOf(store, { from: at, to: period.to })]);
-  const out: (Regression & { profile?: number })[] = [];
+  const out: Regression[] = [];
   const earlier = new Map(before.routes.map((r) => [r.key, r]));
   for (const a of after.routes) {
     const b = earlier.get(a.key);
     if (b === undefined || a.requests < MIN_REQUESTS || b.requests < MIN_REQUESTS) continue;
-    out.push({ kind: 'route', key: a.key, metric: 'p50', before: b.p50, after: a.p50, flagged: grewTime(b.p50, a.p50), profile: a.profile });
-    if (a.requests >= MIN_FOR_P95 && b.requests >= MIN_FOR_P95) out.push({ kind: 'route', key: a.key, metric: 'p95', before: b.p95, after: a.p95, flagged: grewTime(b.p95, a.p95), profile: a.profile });
-    out.push({ kind: 'route', key: a.key, metric: 'statements a request', before: b.statements.median, after: a.statements.median, flagged: grewCount(b.statements.median, a.statements.median), profile: a.profile });
+    const compared = (metric: Regression['metric'], was: number, is: number, flagged: boolean) => out.push({ kind: 'route', key: a.key, metric, before: was, after: is, flagged, ...(flagged ? { token: a.token } : {}) });
+    compared('p50', b.p50, a.p50, grewTime(b.p50, a.p50));
+    if (a.requests >= MIN_FOR_P95 && b.requests >= MIN_FOR_P95) compared('p95', b.p95, a.p95, grewTime(b.p95, a.p95) && slowerThan(a.times, Math.max(b.p95 * 1.25, b.p95 + 2)) >= MIN_SLOWER);
+    compared('statements a request', b.statements.median, a.statements.median, grewCount(b.statements.median, a.statements.median));
   }
   const runs = (s: { count: number; requests: number }) => round(s.count / Math.max(1, s.requests));
   const was = new Map(before.statements.map((s) => [s.key, s]));
@@ -86,8 +86,7 @@ export async function regressionsOf(store: ProfileReader, period: Period, at: nu
     if (b === undefined || a.requests < MIN_REQUESTS || b.requests < MIN_REQUESTS) continue;
     out.push({ kind: 'statement', key: a.key, metric: 'runs a request', before: runs(b), after: runs(a), flagged: grewCount(runs(b), runs(a)) });
   }
-  const tokens = await tokensOf(store, [...new Set(out.filter((r) => r.flagged && r.profile !== undefined).map((r) => r.profile!))]);
-  return out.sort((x, y) => Number(y.flagged) - Number(x.flagged)).map(({ profile, ...r }) => (profile !== undefined && tokens.has(profile) ? { ...r, token: tokens.get(profile) } : r));
+  return out.sort((x, y) => Number(y.flagged) - Number(x.flagged));
 }
 
 const round = (n: number) => Math.round(n * 100) / 100;

@@ -29,6 +29,8 @@ const isDriverPanel = (id: string): id is DriverPanel => (DRIVER_PANELS as reado
 
 export interface PagesDeps {
   options: ResolvedOptions;
+  /** When this profiler started (epoch ms): the insights' default period begins there. */
+  started: number;
   /** Every panel in menu order: the core ones, then the app's. */
   panels: PanelInfo[];
   /** The SELECTs of recent requests, by reference, for EXPLAIN. */
@@ -321,7 +323,7 @@ export function profilerPages(deps: PagesDeps) {
 
   /** What costs the most over a period, from the facts stored beside each profile (see storage/insights.ts). */
   async function insightsPage(req: Request, res: Response) {
-    const parsed = parsePeriod(req.query as Record<string, unknown>);
+    const parsed = parsePeriod(req.query as Record<string, unknown>, Date.now(), deps.started);
     if (!parsed.ok) return fail(req, res, 400, 'Invalid period', parsed.error, { nav: 'insights' });
     const store = withStore(req, res);
     if (!store) return;
