@@ -4,8 +4,8 @@ import { keysOf, lookups } from './cache-reads.js';
 
 /**
  * What a profile adds to the insights across requests (see web/insights.ts), derived by the
- * writer from the record as stored (redacted) and written beside its row, in the same transaction:
- * a few small rows a request, deleted with it (retention leaves no count behind).
+ * writer from the record as stored (redacted) and added to the sums of its minute and its hour
+ * (see storage/insight-sums.ts).
  */
 export interface Fact {
   kind: FactKind;

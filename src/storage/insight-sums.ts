@@ -1,4 +1,4 @@
-import type { Fact } from '../redaction/facts.js';
+import { ROUTE_ERROR, ROUTE_N_PLUS_ONE, type Fact } from '../redaction/facts.js';
 
 /**
  * The insights' sums (see insights.ts): what each stored profile's facts add, summed by the minute
@@ -106,8 +106,8 @@ export function sumsOf(profiles: Counted[]): SumRow[] {
         row.ms += f.ms;
         if (f.peak >= row.peak) [row.peak, row.shown] = [f.peak, token];
         if (request) {
-          row.bad += f.bad & 1;
-          row.flagged += (f.bad >> 1) & 1;
+          if (f.bad & ROUTE_ERROR) row.bad++;
+          if (f.bad & ROUTE_N_PLUS_ONE) row.flagged++;
           add(row.counts!, f.n);
         } else row.bad += f.bad;
         if (row.times !== undefined) add(row.times, binOf(f.peak));

@@ -54,6 +54,8 @@ export interface TotalRow {
 
 export interface Insights {
   period: Period;
+  /** When counting starts, where retention deleted what came before the period's start (see insight-sums.ts). */
+  countedFrom?: number;
   requests: number;
   /** Requests over the period, in SPARK_BUCKETS buckets. */
   sparkline: number[];
@@ -86,16 +88,16 @@ const round = (ms: number) => Math.round(ms * 100) / 100;
  * The sums of a period: its whole hours from the hours' rows, the rest by the minute (a minute is
  * in the period when it starts in it), nothing up to the horizon retention left.
  */
-export async function sumsIn(store: ProfileReader, period: Period): Promise<SumRow[]> {
+export async function sumsIn(store: ProfileReader, period: Period): Promise<{ rows: SumRow[]; from: number }> {
   const [{ horizon }] = await store.select<{ horizon: number | null }>(HORIZON_SQL, []);
   const from = horizon === null ? period.from : Math.max(period.from, num(horizon) + 1);
   const to = period.to;
-  if (from > to) return [];
+  if (from > to) return { rows: [], from };
   const read = (span: number, first: number, last: number) => store.select<SumRow>(SPAN_SQL, [span, first, last]);
   const hours = Math.ceil(from / HOUR) * HOUR;
   const after = Math.floor((to + 1) / HOUR) * HOUR;
-  if (hours >= after) return read(MINUTE, from, to);
-  return (await Promise.all([read(MINUTE, from, hours - 1), read(HOUR, hours, after - 1), read(MINUTE, after, to)])).flat();
+  if (hours >= after) return { rows: await read(MINUTE, from, to), from };
+  return { rows: (await Promise.all([read(MINUTE, from, hours - 1), read(HOUR, hours, after - 1), read(MINUTE, after, to)])).flat(), from };
 }
 
 /** Rows of one kind by key, in the order their keys first come. */
@@ -217,13 +219,13 @@ function totalsOf(rows: SumRow[]): TotalRow[] {
 
 /** Every route and every statement of a period, uncapped: what a comparison of two periods reads. */
 export async function measuresOf(store: ProfileReader, period: Period): Promise<{ routes: (RouteRow & { times: Times })[]; statements: TotalRow[] }> {
-  const rows = await sumsIn(store, period);
+  const { rows } = await sumsIn(store, period);
   return { routes: routeRows(rows.filter((r) => r.kind === 'route')), statements: totalsOf(rows.filter((r) => r.kind === 'statement')) };
 }
 
 /** Everything the insights page and MCP's `insights` show of a period. */
 export async function insightsOf(store: ProfileReader, period: Period): Promise<Insights> {
-  const rows = await sumsIn(store, period);
+  const { rows, from } = await sumsIn(store, period);
   const of = (...kinds: string[]) => rows.filter((r) => kinds.includes(r.kind));
   // Requests over the period: an hour's in the sparkline's bucket of its middle.
   const requestRows = of('route', 'command');
@@ -251,6 +253,7 @@ export async function insightsOf(store: ProfileReader, period: Period): Promise<
   ];
   return {
     period,
+    ...(from > period.from ? { countedFrom: from } : {}),
     requests: sum(requestRows, 'requests'),
     sparkline,
     routes,

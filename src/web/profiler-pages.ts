@@ -321,7 +321,7 @@ export function profilerPages(deps: PagesDeps) {
       : `The profiler has no page at ${shown}.`);
   }
 
-  /** What costs the most over a period, from the facts stored beside each profile (see storage/insights.ts). */
+  /** What costs the most over a period, from the sums the writer keeps by the minute and the hour (see storage/insights.ts). */
   async function insightsPage(req: Request, res: Response) {
     const parsed = parsePeriod(req.query as Record<string, unknown>, Date.now(), deps.started);
     if (!parsed.ok) return fail(req, res, 400, 'Invalid period', parsed.error, { nav: 'insights' });
