@@ -37,7 +37,7 @@ export interface SumRow {
   last: number;
   /** The token of its slowest profile (the latest of equals): what a row links to. */
   shown: string;
-  /** Routes, commands and calls: times (a call's slowest a request) by bin of BIN_EDGES, as JSON `{ "bin": count }`. */
+  /** Routes, commands, calls and users: times (a call's slowest a request) by bin of BIN_EDGES, as JSON `{ "bin": count }`. */
   hist: string | null;
   /** Routes and commands: requests by how many statements they ran, as JSON `{ "n": count }`. */
   nhist: string | null;
@@ -63,7 +63,7 @@ export function binOf(ms: number): number {
   return lo;
 }
 
-const TIMED = new Set(['route', 'command', 'call']);
+const TIMED = new Set(['route', 'command', 'call', 'user']);
 const REQUESTS = new Set(['route', 'command']);
 
 /** A stored profile's part in a batch's sums: when it ran, its token as stored, its facts, and when its profiler started. */
@@ -87,7 +87,8 @@ const add = (counts: Map<number, number>, at: number) => counts.set(at, (counts.
 export function sumsOf(profiles: Counted[]): SumRow[] {
   const rows = new Map<string, Building>();
   for (const { time, token, since, facts } of profiles) {
-    const minute = Math.max(time - (time % MINUTE), since);
+    // A clock stepped back before the start leaves the profile in its own minute: a bucket never starts after what it holds.
+    const minute = time >= since ? Math.max(time - (time % MINUTE), since) : time - (time % MINUTE);
     const hour = time - (time % HOUR);
     for (const f of facts) {
       const route = f.route ?? '';
@@ -142,7 +143,7 @@ export function onConflict(merge: (column: string) => string): string {
  * then goes (the profiles it held may have been deleted), and the horizon moves there: nothing up
  * to it is read again (a bucket some late profile opens there later included).
  */
-export const FORGET_SQL = 'DELETE FROM insight_sums WHERE bucket <= ?';
+export const FORGET_SQL = `DELETE FROM insight_sums WHERE span IN (${HORIZON}, ${MINUTE}, ${HOUR}) AND bucket <= ?`;
 export const HORIZON_SQL = `INSERT INTO insight_sums (${SUM_COLUMNS}) VALUES (0, ?, '', '', '', '', 0, 0, 0, 0, 0, 0, 0, 0, '', NULL, NULL)
   ON CONFLICT (span, bucket, kind, key, route, line) DO NOTHING`;
 

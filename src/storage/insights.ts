@@ -78,7 +78,9 @@ export const SPARK_BUCKETS = 30;
 /** Rows a card shows. */
 export const TOP = 10;
 
-const SPAN_SQL = `SELECT ${SUM_COLUMNS} FROM insight_sums WHERE span = ? AND bucket >= ? AND bucket <= ?`;
+// Past the horizon as it is when the rows are read: retention may have moved it since it was read below.
+const SPAN_SQL = `SELECT ${SUM_COLUMNS} FROM insight_sums WHERE span = ? AND bucket >= ? AND bucket <= ?
+  AND bucket > (SELECT coalesce(max(bucket), -1) FROM insight_sums WHERE span = 0)`;
 const HORIZON_SQL = 'SELECT max(bucket) AS horizon FROM insight_sums WHERE span = 0';
 
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
@@ -86,11 +88,11 @@ const round = (ms: number) => Math.round(ms * 100) / 100;
 
 /**
  * The sums of a period: its whole hours from the hours' rows, the rest by the minute (a minute is
- * in the period when it starts in it), nothing up to the horizon retention left.
+ * in the period when it starts in it), from the first minute after the horizon retention left.
  */
 export async function sumsIn(store: ProfileReader, period: Period): Promise<{ rows: SumRow[]; from: number }> {
   const [{ horizon }] = await store.select<{ horizon: number | null }>(HORIZON_SQL, []);
-  const from = horizon === null ? period.from : Math.max(period.from, num(horizon) + 1);
+  const from = horizon === null ? period.from : Math.max(period.from, num(horizon) - (num(horizon) % MINUTE) + MINUTE);
   const to = period.to;
   if (from > to) return { rows: [], from };
   const read = (span: number, first: number, last: number) => store.select<SumRow>(SPAN_SQL, [span, first, last]);

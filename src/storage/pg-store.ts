@@ -175,6 +175,7 @@ export class PgProfileStore implements ProfileReader {
     const n = await this.withClient(async (c) => {
       await c.query('BEGIN');
       try {
+        await this.writersWait(c);
         const gone = (await c.query(`WITH gone AS (DELETE FROM profiles ${before === undefined ? '' : 'WHERE time < $1'} RETURNING time) SELECT count(*)::int AS n, max(time) AS newest FROM gone`, before === undefined ? [] : [before])).rows[0] as { n: number; newest: number | null };
         if (gone.newest !== null) await this.forget(c, gone.newest);
         await c.query(before === undefined ? 'DELETE FROM configs' : PRUNE_CONFIGS_SQL);
@@ -190,11 +191,15 @@ export class PgProfileStore implements ProfileReader {
   }
 
   /**
-   * The insights' sums of every bucket up to `time` go with the profiles deleted up to it (see
-   * insight-sums.ts). After the writers' turn lock: a writer adding to a row this deletes waits, rather than deadlocks.
+   * Take the writers' turn (their transaction lock) before deleting anything: a writer adding to a
+   * sums row or marking a config used that this deletes then waits, rather than deadlocks.
    */
-  private async forget(c: PoolClient, time: number): Promise<void> {
+  private async writersWait(c: PoolClient): Promise<void> {
     await c.query(`SELECT pg_advisory_xact_lock(${this.lock('insert')})`);
+  }
+
+  /** The insights' sums of every bucket up to `time` go with the profiles deleted up to it (see insight-sums.ts); under the writers' turn. */
+  private async forget(c: PoolClient, time: number): Promise<void> {
     await c.query(numbered(FORGET_SQL), [time]);
     await c.query(numbered(HORIZON_SQL), [time]);
   }
@@ -250,6 +255,7 @@ export class PgProfileStore implements ProfileReader {
         let gone: string[] | undefined;
         if (turn.mine) {
           gone = [];
+          await this.writersWait(c);
           // Rows go oldest first and ids only grow, so the id span is the count, read from the index.
           const { first, last } = (await c.query('SELECT min(id) AS first, max(id) AS last FROM profiles')).rows[0] as { first: number | null; last: number | null };
           // Each walks its own index from the oldest end, so a step that finds nothing reads nothing.

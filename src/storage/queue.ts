@@ -138,7 +138,7 @@ export class WriteQueue<T> {
       this.tell(`profiler storage is behind: ${this.dropped} profiles dropped so far`);
     }
     const sumsDue = this.sumsDue(now);
-    if (this.built.length === 0 && !this.morePrune && !sumsDue) return 0;
+    if (this.built.length === 0 && !this.morePrune && !sumsDue) return this.sumsLater();
     if (!(await this.sink.open(now))) return this.built.length > 0 || sumsDue ? this.retryLater() : 0;
     if (this.built.length === 0) {
       if (sumsDue && !(await this.stored([], now))) return this.retryLater();
@@ -168,9 +168,15 @@ export class WriteQueue<T> {
       this.failed(err);
       return false;
     }
+    this.sumsLater();
+    return true;
+  }
+
+  /** Come back when the insights' sums that wait are due (a timer may fire a little early: then again). */
+  private sumsLater(): number {
     const due = this.sink.sumsDueIn();
     if (due !== undefined && !this.closed) this.schedule(Math.max(1, due));
-    return true;
+    return 0;
   }
 
   /** The insights' sums that wait are to be written now: due, or asked for (`now`). */

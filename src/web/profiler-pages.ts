@@ -327,7 +327,8 @@ export function profilerPages(deps: PagesDeps) {
     if (!parsed.ok) return fail(req, res, 400, 'Invalid period', parsed.error, { nav: 'insights' });
     const store = withStore(req, res);
     if (!store) return;
-    await settled();
+    // The insights' sums wait up to a second on the writer's side (see WaitingSums): written now, as what is behind is.
+    await deps.settle();
     const key = JSON.stringify(parsed.form);
     const insights = await cachedInsights(`i${key}`, () => insightsOf(store, parsed.period));
     const regressions = parsed.compare === undefined ? undefined : await cachedInsights(`r${key}`, () => regressionsOf(store, parsed.period, parsed.compare!));
