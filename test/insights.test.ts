@@ -439,3 +439,28 @@ describe('off by default', () => {
     }
   });
 });
+
+describe('a store that keeps less than a minute of requests', () => {
+  it('counts nothing of the minute retention cut, and the page says why', async () => {
+    const profiler = webProfiler({ database: tempDb(), secret: KEY, insights: true, maxProfiles: 5, onError: () => {} });
+    const app = express();
+    app.use(profiler);
+    app.get('/x', (_req, res) => res.send('x'));
+    const server = await listen(app);
+    try {
+      // Retention takes profiles of this very minute; a minute that ends in between starts the round again.
+      let page = '';
+      for (let round = 0; round < 3 && !page.includes('Nothing can be counted yet'); round++) {
+        for (let i = 0; i < 12; i++) await (await fetch(`${server.url}/x`)).arrayBuffer();
+        await profiler.flush();
+        // A period of its own each round: an answer is kept for 10 s by its period.
+        page = await (await fetch(`${server.url}/_profiler/insights?start=${Date.now() - 3_600_000}&end=${Date.now() + 1}`, { headers: { 'x-profiler-secret': KEY } })).text();
+      }
+      expect(page).toContain('retention keeps less than a minute of requests');
+      expect(page).toMatch(/<strong>0<\/strong>\s+requests and commands/);
+    } finally {
+      await server.close();
+      await profiler.close();
+    }
+  });
+});
