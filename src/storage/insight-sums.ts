@@ -159,25 +159,30 @@ const MAX_WAITING = 5_000;
  */
 export class WaitingSums {
   private waiting: Counted[] = [];
+  /** How many of `waiting` a committed transaction stored: the rest came with one that failed. */
+  private confirmed = 0;
   private oldest = 0;
 
   /**
    * For one transaction: `add` gives the sums it writes, given the profiles it stores (those of all
    * that wait, with them, when due or `now`; else none), and `committed` is called once it did:
-   * until then nothing changes here.
+   * a transaction that failed added nothing (the next one drops what it brought).
    */
   forTransaction(now: boolean): { add: (counted: Counted[]) => SumRow[]; committed: () => void } {
     let next: (() => void) | undefined;
     return {
       add: (counted) => {
         const at = Date.now();
-        const all = this.waiting.length === 0 ? counted : [...this.waiting, ...counted];
-        const oldest = this.waiting.length === 0 ? at : this.oldest;
-        const due = all.length > 0 && (now || at - oldest >= SUMS_EVERY_MS || all.length >= MAX_WAITING);
+        // Added in place (a copy a batch would cost as much as all that waits): what a failed transaction added goes first.
+        this.waiting.length = this.confirmed;
+        if (this.confirmed === 0) this.oldest = at;
+        for (const c of counted) this.waiting.push(c);
+        const due = this.waiting.length > 0 && (now || at - this.oldest >= SUMS_EVERY_MS || this.waiting.length >= MAX_WAITING);
         next = () => {
-          [this.waiting, this.oldest] = [due ? [] : all, oldest];
+          if (due) this.waiting = [];
+          this.confirmed = this.waiting.length;
         };
-        return due ? sumsOf(all) : [];
+        return due ? sumsOf(this.waiting) : [];
       },
       committed: () => next?.(),
     };
@@ -185,6 +190,6 @@ export class WaitingSums {
 
   /** Milliseconds until what waits is due, or undefined when nothing waits. */
   dueIn(at = Date.now()): number | undefined {
-    return this.waiting.length === 0 ? undefined : Math.max(0, this.oldest + SUMS_EVERY_MS - at);
+    return this.confirmed === 0 ? undefined : Math.max(0, this.oldest + SUMS_EVERY_MS - at);
   }
 }
