@@ -464,3 +464,25 @@ describe('a store that keeps less than a minute of requests', () => {
     }
   });
 });
+
+describe('sums that wait on the writer side', () => {
+  it('are written when due or asked for, and a transaction that failed adds nothing', () => {
+    const fact = (key: string) => ({ kind: 'route' as const, key, n: 0, ms: 1, peak: 1, bad: 0 });
+    const waiting = new WaitingSums();
+    const at = Date.now();
+    // Stored, not due yet: nothing written, and it waits.
+    const first = waiting.forTransaction(false);
+    expect(first.add([{ time: at, token: 'a1', since: 0, facts: [fact('GET /a')] }])).toEqual([]);
+    first.committed();
+    expect(waiting.dueIn()).toBeGreaterThan(0);
+    // A transaction that brings GET /b and fails (never committed).
+    waiting.forTransaction(false).add([{ time: at, token: 'b1', since: 0, facts: [fact('GET /b')] }]);
+    // Asked for: what waits, with this one's, and not the failed one's.
+    const asked = waiting.forTransaction(true);
+    const rows = asked.add([{ time: at, token: 'c1', since: 0, facts: [fact('GET /c')] }]);
+    expect([...new Set(rows.map((r) => r.key))]).toEqual(['GET /a', 'GET /c']);
+    expect(rows.map((r) => r.span).sort((x, y) => x - y)).toEqual([60_000, 60_000, 3_600_000, 3_600_000]);
+    asked.committed();
+    expect(waiting.dueIn()).toBeUndefined();
+  });
+});
