@@ -144,7 +144,7 @@ export function onConflict(merge: (column: string) => string): string {
  * to it is read again (a bucket some late profile opens there later included).
  */
 export const FORGET_SQL = `DELETE FROM insight_sums WHERE span IN (${HORIZON}, ${MINUTE}, ${HOUR}) AND bucket <= ?`;
-export const HORIZON_SQL = `INSERT INTO insight_sums (${SUM_COLUMNS}) VALUES (0, ?, '', '', '', '', 0, 0, 0, 0, 0, 0, 0, 0, '', NULL, NULL)
+export const HORIZON_SQL = `INSERT INTO insight_sums (${SUM_COLUMNS}) VALUES (${HORIZON}, ?, '', '', '', '', 0, 0, 0, 0, 0, 0, 0, 0, '', NULL, NULL)
   ON CONFLICT (span, bucket, kind, key, route, line) DO NOTHING`;
 
 /** Sums wait this long at most: a busy writer adds to each bucket once a second, not once a batch. */

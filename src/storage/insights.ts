@@ -1,5 +1,5 @@
 import type { FactKind } from '../redaction/facts.js';
-import { BIN_EDGES, HOUR, MINUTE, SUM_COLUMNS, type SumRow } from './insight-sums.js';
+import { BIN_EDGES, HORIZON, HOUR, MINUTE, SUM_COLUMNS, type SumRow } from './insight-sums.js';
 import type { ProfileReader } from './reader.js';
 
 /**
@@ -80,8 +80,8 @@ export const TOP = 10;
 
 // Past the horizon as it is when the rows are read: retention may have moved it since it was read below.
 const SPAN_SQL = `SELECT ${SUM_COLUMNS} FROM insight_sums WHERE span = ? AND bucket >= ? AND bucket <= ?
-  AND bucket > (SELECT coalesce(max(bucket), -1) FROM insight_sums WHERE span = 0)`;
-const HORIZON_SQL = 'SELECT max(bucket) AS horizon FROM insight_sums WHERE span = 0';
+  AND bucket > (SELECT coalesce(max(bucket), -1) FROM insight_sums WHERE span = ${HORIZON})`;
+const HORIZON_READ = `SELECT max(bucket) AS horizon FROM insight_sums WHERE span = ${HORIZON}`;
 
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
 const round = (ms: number) => Math.round(ms * 100) / 100;
@@ -91,7 +91,7 @@ const round = (ms: number) => Math.round(ms * 100) / 100;
  * in the period when it starts in it), from the first minute after the horizon retention left.
  */
 export async function sumsIn(store: ProfileReader, period: Period): Promise<{ rows: SumRow[]; from: number }> {
-  const [{ horizon }] = await store.select<{ horizon: number | null }>(HORIZON_SQL, []);
+  const [{ horizon }] = await store.select<{ horizon: number | null }>(HORIZON_READ, []);
   const from = horizon === null ? period.from : Math.max(period.from, num(horizon) - (num(horizon) % MINUTE) + MINUTE);
   const to = period.to;
   if (from > to) return { rows: [], from };
