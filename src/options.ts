@@ -106,7 +106,7 @@ export interface ProfilerOptions {
   /**
    * Add what each profile shows to the sums the insights page reads (docs/insights.md): its route,
    * statements, errors, calls, cache reads, messages and user, by the minute and the hour. Default
-   * off: it costs the writer thread 30,000 to 45,000 instructions a request (never the request's thread).
+   * off: it costs the writer thread 25,000 to 45,000 instructions a request (never the request's thread).
    */
   insights?: boolean;
 }
