@@ -137,6 +137,9 @@ const timeAt = (bins: [number, number][], q: number, max: number) => round(Math.
 /** The row that shows a group: its slowest, the latest of equals. */
 const shownOf = (list: SumRow[]) => list.reduce((a, b) => (num(b.peak) > num(a.peak) || (num(b.peak) === num(a.peak) && num(b.last) > num(a.last)) ? b : a));
 
+/** When a group was first and last seen. */
+const seenOf = (list: SumRow[]) => ({ first: list.reduce((a, r) => Math.min(a, num(r.first)), Infinity), last: list.reduce((a, r) => Math.max(a, num(r.last)), 0) });
+
 const sum = (list: SumRow[], column: 'requests' | 'n' | 'ms' | 'bad' | 'flagged') => list.reduce((a, r) => a + num(r[column]), 0);
 
 /** A route's times: counts by bin of BIN_EDGES, fastest first. */
@@ -148,7 +151,8 @@ export const slowerThan = (times: Times, ms: number): number => times.reduce((a,
 /** Each route's (or command's, or user's) requests, times, statements and errors. */
 export function routeRows(rows: SumRow[]): (RouteRow & { times: Times })[] {
   return [...byKeyOf(rows)].map(([key, list]) => {
-    const max = num(shownOf(list).peak);
+    const shown = shownOf(list);
+    const max = num(shown.peak);
     const times = countsOf(list, 'hist');
     const statements = countsOf(list, 'nhist');
     const histogram = HISTOGRAM_EDGES.map(() => 0);
@@ -164,7 +168,7 @@ export function routeRows(rows: SumRow[]): (RouteRow & { times: Times })[] {
       statements: { median: quantileOf(statements, 0.5), max: statements.length === 0 ? 0 : statements[statements.length - 1][0] },
       nPlusOne: sum(list, 'flagged'),
       histogram,
-      token: shownOf(list).shown,
+      token: shown.shown,
       times,
     };
   }).sort((a, b) => b.total - a.total);
@@ -183,8 +187,7 @@ function callRows(rows: SumRow[]): TotalRow[] {
       peak: round(num(shown.peak)),
       p95: timeAt(countsOf(list, 'hist'), 0.95, num(shown.peak)),
       bad: sum(list, 'bad'),
-      first: Math.min(...list.map((r) => num(r.first))),
-      last: Math.max(...list.map((r) => num(r.last))),
+      ...seenOf(list),
       token: shown.shown,
     };
   }).sort((a, b) => b.total - a.total);
@@ -209,8 +212,7 @@ function totalsOf(rows: SumRow[]): TotalRow[] {
       total: round(sum(list, 'ms')),
       peak: round(num(shown.peak)),
       bad: sum(list, 'bad'),
-      first: Math.min(...list.map((r) => num(r.first))),
-      last: Math.max(...list.map((r) => num(r.last))),
+      ...seenOf(list),
       token: shown.shown,
     };
     // Where a statement ran and an error was thrown; other kinds' rows name no line, and their routes are not shown.
