@@ -56,12 +56,14 @@ describe("Express's own examples, answering Express's own acceptance tests", () 
       if (toolbar) toolbars++;
       // The toolbar, or a stack's frames, make the body longer: its length and ETag with it.
       const without = new Set(toolbar || withoutFrames(b.body) !== b.body ? ['content-length', 'etag'] : []);
-      const [mine, theirs, stable] = [lines(b, without), lines(a, without), lines(again.answers[i], without)];
+      // What a second bare run answered to the same request (a loaded machine may have cut that run short: then bare's own, the stricter comparison).
+      const twin = again.answers[i]?.method === a.method && again.answers[i]?.path === a.path ? again.answers[i] : a;
+      const [mine, theirs, stable] = [lines(b, without), lines(a, without), lines(twin, without)];
       // Headers in the same order, each with bare's value where two bare runs agree on it.
       const names = (l: string[]) => l.map((h) => h.slice(0, h.indexOf(':')));
       const changed = theirs.filter((h, k) => h === stable[k] && mine[k] !== h);
       const body = withoutFrames(b.body.replace(TOOLBAR, ''));
-      const bodyChanged = a.body === again.answers[i].body && withoutFrames(a.body) !== body;
+      const bodyChanged = a.body === twin.body && withoutFrames(a.body) !== body;
       if (a.status !== b.status || names(mine).join() !== names(theirs).join() || changed.length > 0 || bodyChanged) {
         differing.push({ request: `${a.method} ${a.path}`, status: [a.status, b.status], headers: changed, body: bodyChanged ? [a.body.slice(0, 300), body.slice(0, 300)] : undefined });
       }
