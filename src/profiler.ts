@@ -12,7 +12,7 @@ import { announcesKey, keyLink, linkWithKey, madeAccessKey } from './web/access-
 import { capture, captureCommand } from './recording/capture.js';
 import { errorHandler } from './web/error-handler.js';
 import { notFound } from './web/not-found.js';
-import { PROVISIONAL_LENGTH, sharedTokenSource, slotPrefix, tokenSource } from './recording/token.js';
+import { laneTokenSource, PROVISIONAL_LENGTH, sharedTokenSource, slotPrefix } from './recording/token.js';
 import { pageStorage, storedAt } from './storage/open.js';
 import type { ProfileReader } from './storage/reader.js';
 import { ProfileWriter } from './storage/writer.js';
@@ -151,7 +151,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
   const explainable = new ExplainRegistry();
   let appDescribed = false;
   const excludedStatuses = options.exclude.statuses;
-  const nextToken = storage.shared ? sharedTokenSource(options.tokenLength, writer.taken, writer.slot) : tokenSource(options.tokenLength, writer.taken);
+  const nextToken = storage.shared ? sharedTokenSource(options.tokenLength, writer.taken, writer.slot) : laneTokenSource(options.tokenLength, writer.taken, writer.slot);
   const record = recorder({
     debug,
     bodyLimit,

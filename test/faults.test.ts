@@ -44,6 +44,16 @@ async function app(database: string) {
   return { profiler, errors, hit, told };
 }
 
+/** Who holds the file's token lanes. */
+function lanesOf(file: string): { lane: number; pid: number }[] {
+  const db = openDatabase(file, { readonly: true });
+  try {
+    return db.prepare('SELECT lane, pid FROM lanes ORDER BY lane').all() as { lane: number; pid: number }[];
+  } finally {
+    db.close();
+  }
+}
+
 const storedTokens = (file: string) => new Set(readRows(file).map((r) => r.token));
 
 describe('storage faults: the app keeps answering, the profiler says so once and recovers', () => {
@@ -127,7 +137,7 @@ describe('storage faults: the app keeps answering, the profiler says so once and
     const errors: string[] = [];
     const profile = (i: number): Profile => ({ token: (0xa00000 + i).toString(16), parent: null, ip: '127.0.0.1', method: 'GET', url: `http://localhost/${i}`, status: 200, time: Date.now(), duration: 1, type: 'request', collectors: { request: { pad: 'x'.repeat(2000) } } });
     let sink: SqliteSink | undefined;
-    const queue = new WriteQueue<Profile>({ database: db, schema: '', instance: 'test', maxProfiles: 1000, maxAge: 3_600_000, flushInterval: 10 }, (tell) => (sink = new SqliteSink(db, new TokenBitmap(), tell)), serialise, (m) => errors.push(m));
+    const queue = new WriteQueue<Profile>({ database: db, schema: '', instance: 'test', maxProfiles: 1000, maxAge: 3_600_000, flushInterval: 10 }, (tell) => (sink = new SqliteSink(db, new TokenBitmap(), new Int32Array(1), tell)), serialise, (m) => errors.push(m));
     queue.push([profile(0)]);
     expect(await queue.flush()).toBe(1);
     const store = (sink as unknown as { handle: StoreHandle }).handle.get()!;
@@ -203,11 +213,21 @@ describe('several processes and crashes', () => {
     const tokens = await hammer(urls, 3000, 20);
     expect(tokens).toHaveLength(3000);
     expect(new Set(tokens).size).toBe(3000);
+    // Each draws its tokens in a lane of its own.
+    expect(lanesOf(db).map((l) => l.pid).sort()).toEqual([a.child.pid, b.child.pid].sort());
+    expect(new Set(lanesOf(db).map((l) => l.lane)).size).toBe(2);
     await Promise.all([a.stop(), b.stop()]);
     const rows = readRows(db);
     expect(rows).toHaveLength(3000);
     expect(new Set(rows.map((r) => r.token))).toEqual(new Set(tokens));
     expect([...a.errors, ...b.errors].filter((m) => /BUSY|locked/.test(m))).toEqual([]);
+    // Once they are gone, however they went, the next process takes the first lane again.
+    const c = spawnServer(db);
+    children.push(c.child);
+    await c.ready;
+    for (let waited = 0; !lanesOf(db).some((l) => l.pid === c.child.pid) && waited < 30_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    expect(lanesOf(db).find((l) => l.pid === c.child.pid)?.lane).toBe(0);
+    await c.stop();
   }, 60_000);
 
   it('kill -9 under load: the file opens cleanly and holds every committed batch', async () => {

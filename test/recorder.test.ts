@@ -4,7 +4,9 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { logger, webProfiler, type ProfilerOptions } from '../src/index.js';
-import { tokenSource } from '../src/recording/token.js';
+import { hostname } from 'node:os';
+import { LANE_UNKNOWN, LANES, laneTokenSource, tokenSource } from '../src/recording/token.js';
+import { ProfileStore, type LaneHolder } from '../src/storage/store.js';
 import { listen, readRows, tempDb, tempDir, type Running } from './helpers.js';
 
 const running: Running[] = [];
@@ -364,6 +366,64 @@ describe('tokens', () => {
     // With every 6-character token "taken", the source grows the token instead of looping.
     const full = tokenSource(6, { has: (t) => t.length === 6, add: () => {} });
     expect(full()).toMatch(/^[0-9a-f]{7}$/);
+  });
+
+  it('two processes drawing in their lanes never draw the same token, each knowing only its own', () => {
+    // Two processes' bitmaps, neither told of the other's tokens (the milliseconds before either is
+    // stored): 30,000 draws each from the whole space meet about 54 times; in two lanes, never.
+    const lane = (n: number) => new Int32Array(1).fill(n);
+    const draws = (source: () => string) => Array.from({ length: 30_000 }, source);
+    const a = draws(laneTokenSource(6, new Set<string>(), lane(0)));
+    const b = new Set(draws(laneTokenSource(6, new Set<string>(), lane(1))));
+    expect(a.every((t) => /^[0-9a-f]{6}$/.test(t))).toBe(true);
+    expect(new Set(a).size).toBe(30_000);
+    expect(a.filter((t) => b.has(t))).toEqual([]);
+    // Longer tokens keep the lane in their first six characters.
+    const c = draws(laneTokenSource(10, new Set<string>(), lane(2)));
+    expect(c.every((t) => /^[0-9a-f]{10}$/.test(t) && !b.has(t.slice(0, 6)))).toBe(true);
+  });
+
+  it('draws from the whole space before its lane is known, and long tokens when no lane is free or its lane is full', () => {
+    const cell = new Int32Array(1).fill(LANE_UNKNOWN);
+    const taken = new Set<string>();
+    const next = laneTokenSource(6, taken, cell);
+    expect(next()).toMatch(/^[0-9a-f]{6}$/);
+    Atomics.store(cell, 0, LANES);
+    const long = next();
+    expect(long).toMatch(/^[0-9a-f]{20}$/);
+    expect(taken.has(long)).toBe(true);
+    // Every 6-character token taken: the lane is full, and the token is long rather than looping.
+    Atomics.store(cell, 0, 3);
+    expect(laneTokenSource(6, { has: (t) => t.length === 6, add: () => {} }, cell)()).toMatch(/^[0-9a-f]{20}$/);
+  });
+
+  it('a lane is taken by one process at a time, until its holder is gone', () => {
+    const file = tempDb();
+    const a = ProfileStore.open(file);
+    const b = ProfileStore.open(file);
+    const me = { host: hostname(), pid: process.pid, seen: Date.now() };
+    const runs = (row: LaneHolder) => row.seen > Date.now() - 60_000 && (row.host !== me.host || row.pid === process.pid);
+    try {
+      expect(a.takeLane(LANES, { ...me, owner: 'a' }, runs)).toBe(0);
+      expect(b.takeLane(LANES, { ...me, owner: 'b' }, runs)).toBe(1);
+      for (let i = 2; i < LANES; i++) expect(b.takeLane(LANES, { ...me, owner: `p${i}` }, runs)).toBe(i);
+      // Every lane held by a running process: none for a seventeenth.
+      expect(a.takeLane(LANES, { ...me, owner: 'q' }, runs)).toBeUndefined();
+      // A holder that crashed on this host (its pid runs no more) leaves its lane to the next.
+      b.db.prepare('UPDATE lanes SET pid = ? WHERE owner = ?').run(2 ** 22 + 1, 'p5');
+      expect(a.takeLane(LANES, { ...me, owner: 'q' }, runs)).toBe(5);
+      // One on another host not seen for long is gone too; its touch then says it lost the lane.
+      b.db.prepare('UPDATE lanes SET host = ?, seen = ? WHERE owner = ?').run('elsewhere', Date.now() - 3_600_000, 'p7');
+      expect(a.takeLane(LANES, { ...me, owner: 'r' }, runs)).toBe(7);
+      expect(b.touchLane(7, 'p7', Date.now())).toBe(false);
+      expect(a.touchLane(7, 'r', Date.now())).toBe(true);
+      // A lane let go at close is free at once.
+      a.releaseLane(0, 'a');
+      expect(b.takeLane(LANES, { ...me, owner: 's' }, runs)).toBe(0);
+    } finally {
+      a.close();
+      b.close();
+    }
   });
 
   it('50,000 sequential requests give 50,000 distinct stored profiles', async () => {

@@ -24,22 +24,29 @@ export function profileLink(link: unknown, token: string | null | undefined, kno
 /** Random hex characters are drawn this many at a time (nanoid's pooled CSPRNG, which refills 128 draws at once) and dealt out in slices. */
 const HEX_BATCH = 512;
 
-/**
- * Draws tokens that are not taken, and takes them. 16^6 tokens meet the birthday bound after a
- * few thousand requests, so every draw is checked against the tokens in flight and stored, and
- * redrawn on a hit. After many hits in a row (a nearly full space) the token grows by one
- * character rather than loop forever.
- */
-export function tokenSource(length: number, taken: { has(token: string): boolean; add(token: string): void }): () => string {
+type Taken = { has(token: string): boolean; add(token: string): void };
+
+/** `n` random hex characters at a time, from a batch drawn at once. */
+function hexDrawer(): (n: number) => string {
   let hex = '';
   let at = 0;
-  const draw = (n: number) => {
+  return (n) => {
     if (at + n > hex.length) {
       hex = Buffer.from(random(HEX_BATCH / 2)).toString('hex');
       at = 0;
     }
     return hex.slice(at, (at += n));
   };
+}
+
+/**
+ * Draws tokens that are not taken, and takes them. 16^6 tokens meet the birthday bound after a
+ * few thousand requests, so every draw is checked against the tokens in flight and stored, and
+ * redrawn on a hit. After many hits in a row (a nearly full space) the token grows by one
+ * character rather than loop forever.
+ */
+export function tokenSource(length: number, taken: Taken): () => string {
+  const draw = hexDrawer();
   return () => {
     let n = length;
     for (let attempt = 0; ; attempt++) {
@@ -50,6 +57,56 @@ export function tokenSource(length: number, taken: { has(token: string): boolean
       }
       if (attempt % 16 === 15 && n < 32) n++;
     }
+  };
+}
+
+/** How many processes writing one SQLite file draw tokens no other can draw: one lane each. */
+export const LANES = 16;
+/** A lane cell's value while the file is not open yet: the writer thread has not taken a lane. */
+export const LANE_UNKNOWN = -1;
+/** Of a token's first six characters (24 bits), this many are random within its lane: 1,048,576 a lane. */
+const LANE_BITS = 20;
+
+/**
+ * A bijection of 24 bits (xor-shifts and multiplications by odd numbers, modulo 2^24): a lane's
+ * prefixes spread over the whole space, so tokens look no different, and two lanes share none.
+ */
+const spread = (x: number): number => {
+  x ^= x >>> 12;
+  x = Math.imul(x, 0x2c1b3d) & 0xffffff;
+  x ^= x >>> 11;
+  x = Math.imul(x, 0x9e3779) & 0xffffff;
+  return x ^ (x >>> 12);
+};
+
+/**
+ * Tokens for a SQLite file, which several processes may write at once (a cluster, a second
+ * server started on the same file): each bitmap knows only what its process drew and what is
+ * stored, so two processes could draw the same token within the milliseconds before either is
+ * stored. The writer thread takes a lane in the file for its process (`lane`, see SqliteSink):
+ * a token's first six characters are then its lane and 20 random bits, spread, and no process
+ * draws under another's lane. Before the lane is known (the first moments after start) tokens
+ * come from the whole space, checked against the bitmap; when every lane is held by a live
+ * process, or this lane is nearly full, they are 20 random characters (80 bits).
+ */
+export function laneTokenSource(length: number, taken: Taken, lane: Int32Array): () => string {
+  const whole = tokenSource(length, taken);
+  const long = tokenSource(PROVISIONAL_LENGTH, taken);
+  const draw = hexDrawer();
+  return () => {
+    const held = Atomics.load(lane, 0);
+    if (held === LANE_UNKNOWN) return whole();
+    if (held >= LANES) return long();
+    for (let attempt = 0; attempt < 64; attempt++) {
+      const hex = draw(length);
+      const prefix = spread((held << LANE_BITS) | (Number.parseInt(hex.slice(0, 6), 16) & ((1 << LANE_BITS) - 1)));
+      const token = prefix.toString(16).padStart(6, '0') + hex.slice(6);
+      if (!taken.has(token)) {
+        taken.add(token);
+        return token;
+      }
+    }
+    return long();
   };
 }
 

@@ -90,9 +90,6 @@ export class PgSink implements ProfileSink {
     return this.sums.dueIn();
   }
 
-  /** Their tokens went out in responses: they stay taken, so that no later request is shown under them. */
-  dropped(): void {}
-
   /**
    * Pruned tokens stay taken too: a slot's bits are only ever set while its holder runs (at worst
    * its tokens grow a character after millions of requests), and a bit is never cleared for a

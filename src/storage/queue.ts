@@ -132,8 +132,8 @@ export class WriteQueue<T> {
     }
     if (over > 0) {
       const gone = this.built.splice(0, over);
+      // Their tokens went out in responses: they stay taken (in the bitmap), so that no later request is shown under them.
       for (const row of gone) this.account(-row.data.length);
-      this.sink.dropped(gone);
       this.dropped += over;
       this.tell(`profiler storage is behind: ${this.dropped} profiles dropped so far`);
     }

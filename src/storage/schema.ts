@@ -90,6 +90,14 @@ const MIGRATIONS: string[] = [
      nhist TEXT,
      PRIMARY KEY (span, bucket, kind, key, route, line)
    ) WITHOUT ROWID;`,
+  // Token lanes: each process writing the file draws its tokens in a lane no other live one holds (see laneTokenSource).
+  `CREATE TABLE lanes (
+     lane INTEGER PRIMARY KEY,
+     owner TEXT NOT NULL,
+     host TEXT NOT NULL,
+     pid INTEGER NOT NULL,
+     seen INTEGER NOT NULL
+   );`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,10 +1,13 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { WaitingSums } from './insight-sums.js';
 import type { StoredProfile } from './profile.js';
 import type { Awaitable } from './reader.js';
 import { StoreHandle } from './store-handle.js';
 import { sqliteCode } from './sqlite.js';
-import { isCorruption, ProfileStore } from './store.js';
+import { isCorruption, ProfileStore, type LaneHolder } from './store.js';
 import type { TokenBitmap } from './token-bitmap.js';
+import { LANE_UNKNOWN, LANES, PROVISIONAL_LENGTH } from '../recording/token.js';
 
 /**
  * Where the writer thread stores profiles: a SQLite file, or a shared PostgreSQL database. The
@@ -21,8 +24,6 @@ export interface ProfileSink {
   write(rows: StoredProfile[], now: boolean): Awaitable<void>;
   /** Milliseconds until the insights' sums that wait are due, or undefined when none wait. */
   sumsDueIn(): number | undefined;
-  /** Profiles dropped unwritten (storage was behind for too long). */
-  dropped(rows: StoredProfile[]): void;
   /** One bounded step of retention; returns how many went, or undefined when another instance had the turn. */
   prune(maxProfiles: number, maxAge: number | undefined, now: number): Awaitable<number | undefined>;
   /** A write or prune failed: what to tell. */
@@ -30,22 +31,48 @@ export interface ProfileSink {
   close(): Awaitable<void>;
 }
 
+/** A lane is touched this often while its process runs; one not touched for LANE_STALE_MS is free (its holder on another host may be gone). */
+const LANE_TOUCH_MS = 30_000;
+const LANE_STALE_MS = 10 * 60_000;
+const host = hostname();
+
+/** Whether a process holding a lane still runs: on this host its pid tells at once (a crash frees its lane), elsewhere only its touches. */
+const holderRuns = (row: LaneHolder): boolean => {
+  if (row.seen < Date.now() - LANE_STALE_MS) return false;
+  if (row.host !== host) return true;
+  try {
+    process.kill(row.pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
 /**
- * A SQLite file: tokens of every process writing it are learnt into the shared bitmap, a file
- * deleted or replaced under us is noticed, a corrupt one is moved aside.
+ * A SQLite file: tokens of every process writing it are learnt into the shared bitmap, and this
+ * one takes a token lane (published to the request thread through `laneCell`, see
+ * laneTokenSource), so that no two processes can draw the same token. A file deleted or replaced
+ * under us is noticed, a corrupt one is moved aside.
  */
 export class SqliteSink implements ProfileSink {
   readonly pruneEveryMs = 0;
   private readonly handle: StoreHandle;
   private lastSeenId = 0;
   private readonly sums = new WaitingSums();
+  private readonly owner = randomUUID();
+  private lane = LANE_UNKNOWN;
+  private toldFull = false;
+  private readonly toucher: NodeJS.Timeout;
 
-  constructor(private readonly file: string, private readonly taken: TokenBitmap, tell: (message: string) => void) {
+  constructor(private readonly file: string, private readonly taken: TokenBitmap, private readonly laneCell: Int32Array, private readonly tell: (message: string) => void) {
     // The writer thread may wait for a lock (another process's writes, a migration at start): no request waits with it.
     this.handle = new StoreHandle(file, tell, (store) => {
       this.lastSeenId = 0;
+      // What is stored is learnt before the first draw in a lane: a lane's earlier holder may have left profiles.
       this.learnTokens(store);
+      this.takeLane(store);
     }, 2_000);
+    this.toucher = setInterval(() => this.touchLane(), LANE_TOUCH_MS).unref();
     this.handle.get();
   }
 
@@ -54,6 +81,26 @@ export class SqliteSink implements ProfileSink {
     for (const { id, token } of store.tokensAfter(this.lastSeenId)) {
       this.taken.add(token);
       this.lastSeenId = id;
+    }
+  }
+
+  private takeLane(store: ProfileStore): void {
+    this.lane = store.takeLane(LANES, { owner: this.owner, host, pid: process.pid, seen: Date.now() }, holderRuns) ?? LANES;
+    Atomics.store(this.laneCell, 0, this.lane);
+    if (this.lane < LANES || this.toldFull) return;
+    this.toldFull = true;
+    this.tell(`profiler storage ${this.file}: all ${LANES} token lanes are held by running processes; this one's tokens are ${PROVISIONAL_LENGTH} characters long (a shared PostgreSQL store suits more processes)`);
+  }
+
+  /** Keep the lane; one another process took meanwhile (ours looked gone) is given up for another, and one missed when all were held is tried for again. */
+  private touchLane(): void {
+    const store = this.handle.get();
+    if (!store) return;
+    try {
+      if (this.lane < LANES && store.touchLane(this.lane, this.owner, Date.now())) return;
+      this.takeLane(store);
+    } catch {
+      // Locked or failing now: the next touch tries again, and a write tells what is wrong.
     }
   }
 
@@ -77,10 +124,6 @@ export class SqliteSink implements ProfileSink {
 
   sumsDueIn(): number | undefined {
     return this.sums.dueIn();
-  }
-
-  dropped(rows: StoredProfile[]): void {
-    for (const row of rows) this.taken.delete(row.summary.token);
   }
 
   prune(maxProfiles: number, maxAge: number | undefined, now: number): number {
@@ -107,6 +150,12 @@ export class SqliteSink implements ProfileSink {
   }
 
   close(): void {
+    clearInterval(this.toucher);
+    try {
+      if (this.lane >= 0 && this.lane < LANES) this.handle.get()?.releaseLane(this.lane, this.owner);
+    } catch {
+      // Left held: it is free once this process is gone (or, seen from another host, stale).
+    }
     this.handle.close();
   }
 }

@@ -9,6 +9,14 @@ import { migrate } from './schema.js';
 import { openDatabase, sqliteCode, type SqliteDatabase } from './sqlite.js';
 
 export type { SearchFilter } from './query.js';
+
+/** Who holds a token lane of the file (see SqliteSink), and when it last said so. */
+export interface LaneHolder {
+  owner: string;
+  host: string;
+  pid: number;
+  seen: number;
+}
 export type { StoreStats } from './reader.js';
 
 const PRUNE_CHUNK = 500;
@@ -224,6 +232,33 @@ export class ProfileStore implements ProfileReader {
    */
   prune(maxProfiles: number, maxAge?: number, now = Date.now()): string[] {
     return this.pruneStep(maxProfiles, maxAge, now);
+  }
+
+  /**
+   * Take the first of `lanes` that no row holds, or whose holder `held` says is gone, for
+   * `owner`: read and written under the write lock, so two processes never take the same one.
+   * Returns the lane, or undefined when every one is held.
+   */
+  takeLane(lanes: number, holder: LaneHolder, held: (row: LaneHolder) => boolean): number | undefined {
+    return this.db.immediate(() => {
+      const rows = new Map((this.db.prepare('SELECT lane, owner, host, pid, seen FROM lanes').all() as (LaneHolder & { lane: number })[]).map((row) => [row.lane, row]));
+      for (let lane = 0; lane < lanes; lane++) {
+        const row = rows.get(lane);
+        if (row !== undefined && held(row)) continue;
+        this.db.prepare('INSERT OR REPLACE INTO lanes (lane, owner, host, pid, seen) VALUES (?, ?, ?, ?, ?)').run(lane, holder.owner, holder.host, holder.pid, holder.seen);
+        return lane;
+      }
+      return undefined;
+    })();
+  }
+
+  /** Say the lane is still held; false when another process took it meanwhile (ours looked gone). */
+  touchLane(lane: number, owner: string, now: number): boolean {
+    return Number(this.db.prepare('UPDATE lanes SET seen = ? WHERE lane = ? AND owner = ?').run(now, lane, owner).changes) > 0;
+  }
+
+  releaseLane(lane: number, owner: string): void {
+    this.db.prepare('DELETE FROM lanes WHERE lane = ? AND owner = ?').run(lane, owner);
   }
 
   /** The insights' sums of every bucket up to `time` go with the profiles retention deleted up to it (see insight-sums.ts). */

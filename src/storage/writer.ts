@@ -221,7 +221,7 @@ let nextId = 1;
  */
 export class ProfileWriter {
   readonly taken = new TokenBitmap();
-  /** A shared store's token slot for this instance, set by the thread once it has one (-1 until then). */
+  /** Where this profiler draws its tokens, set by the thread once it has it (-1 until then): a shared store's slot, a SQLite file's lane. */
   readonly slot = new Int32Array(new SharedArrayBuffer(4)).fill(-1);
   /** Bytes of this profiler's captures not yet stored (on their way, or waiting for storage), shared with the thread. */
   private readonly backlog = new Int32Array(new SharedArrayBuffer(4));
