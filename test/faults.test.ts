@@ -7,7 +7,9 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { webProfiler, type Profile } from '../src/index.js';
 import { WriteQueue } from '../src/storage/queue.js';
-import { SqliteSink } from '../src/storage/sink.js';
+import { laneHost, SqliteSink } from '../src/storage/sink.js';
+import { ProfileStore } from '../src/storage/store.js';
+import { LANES } from '../src/recording/token.js';
 import type { StoreHandle } from '../src/storage/store-handle.js';
 import { serialise } from '../src/storage/profile.js';
 import { TokenBitmap } from '../src/storage/token-bitmap.js';
@@ -137,7 +139,7 @@ describe('storage faults: the app keeps answering, the profiler says so once and
     const errors: string[] = [];
     const profile = (i: number): Profile => ({ token: (0xa00000 + i).toString(16), parent: null, ip: '127.0.0.1', method: 'GET', url: `http://localhost/${i}`, status: 200, time: Date.now(), duration: 1, type: 'request', collectors: { request: { pad: 'x'.repeat(2000) } } });
     let sink: SqliteSink | undefined;
-    const queue = new WriteQueue<Profile>({ database: db, schema: '', instance: 'test', maxProfiles: 1000, maxAge: 3_600_000, flushInterval: 10 }, (tell) => (sink = new SqliteSink(db, new TokenBitmap(), new Int32Array(1), tell)), serialise, (m) => errors.push(m));
+    const queue = new WriteQueue<Profile>({ database: db, schema: '', instance: 'test', maxProfiles: 1000, maxAge: 3_600_000, flushInterval: 10 }, (tell) => (sink = new SqliteSink(db, new TokenBitmap(), { cell: new Int32Array(1).fill(-1), owner: 'test' }, tell, tell)), serialise, (m) => errors.push(m));
     queue.push([profile(0)]);
     expect(await queue.flush()).toBe(1);
     const store = (sink as unknown as { handle: StoreHandle }).handle.get()!;
@@ -229,6 +231,20 @@ describe('several processes and crashes', () => {
     expect(lanesOf(db).find((l) => l.pid === c.child.pid)?.lane).toBe(0);
     await c.stop();
   }, 60_000);
+
+  it('a seventeenth process on one file, every lane held by a running one: long tokens, said once', async () => {
+    const db = tempDb();
+    const holders = ProfileStore.open(db);
+    for (let lane = 0; lane < LANES; lane++) holders.db.prepare('INSERT INTO lanes (lane, owner, host, pid, seen) VALUES (?, ?, ?, ?, ?)').run(lane, `other ${lane}`, laneHost, process.pid, Date.now());
+    const { profiler, errors, hit, told } = await app(db);
+    await told(/token lanes are held/);
+    const { token } = await hit();
+    expect(token).toMatch(/^[0-9a-f]{20}$/);
+    await profiler.flush();
+    expect(storedTokens(db).has(token)).toBe(true);
+    expect(errors).toEqual([`profiler storage ${db}: all 16 token lanes are held by running processes; this one's tokens are 20 characters long until one is free (PostgreSQL suits more processes)`]);
+    holders.close();
+  });
 
   it('kill -9 under load: the file opens cleanly and holds every committed batch', async () => {
     const db = tempDb();

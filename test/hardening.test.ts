@@ -540,7 +540,7 @@ describe('18. the small things', () => {
   it('storage trouble is told once an episode, however the messages alternate', async () => {
     const told: string[] = [];
     const dir = tempDir();
-    const queue = new WriteQueue<Profile>({ database: dir, schema: '', instance: 'test', maxProfiles: 100, maxAge: 3_600_000, flushInterval: 60_000 }, (tell) => new SqliteSink(dir, new TokenBitmap(), new Int32Array(1), tell), serialise, (m) => told.push(m));
+    const queue = new WriteQueue<Profile>({ database: dir, schema: '', instance: 'test', maxProfiles: 100, maxAge: 3_600_000, flushInterval: 60_000 }, (tell) => new SqliteSink(dir, new TokenBitmap(), { cell: new Int32Array(1).fill(-1), owner: 'test' }, tell, tell), serialise, (m) => told.push(m));
     const profile = (i: number): Profile => ({ token: i.toString(16).padStart(6, '0'), parent: null, ip: '::1', method: 'GET', url: '/', status: 200, time: i, duration: 1, type: 'request', collectors: {} });
     for (let round = 0; round < 3; round++) {
       queue.push(Array.from({ length: 20_010 }, (_, i) => profile(round * 100_000 + i)));

@@ -4,9 +4,9 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { logger, webProfiler, type ProfilerOptions } from '../src/index.js';
-import { hostname } from 'node:os';
 import { LANE_UNKNOWN, LANES, laneTokenSource, tokenSource } from '../src/recording/token.js';
-import { ProfileStore, type LaneHolder } from '../src/storage/store.js';
+import { holderRuns, laneHost } from '../src/storage/sink.js';
+import { ProfileStore } from '../src/storage/store.js';
 import { listen, readRows, tempDb, tempDir, type Running } from './helpers.js';
 
 const running: Running[] = [];
@@ -401,25 +401,31 @@ describe('tokens', () => {
     const file = tempDb();
     const a = ProfileStore.open(file);
     const b = ProfileStore.open(file);
-    const me = { host: hostname(), pid: process.pid, seen: Date.now() };
-    const runs = (row: LaneHolder) => row.seen > Date.now() - 60_000 && (row.host !== me.host || row.pid === process.pid);
+    const me = (owner: string) => ({ owner, host: laneHost, pid: process.pid, seen: Date.now() });
     try {
-      expect(a.takeLane(LANES, { ...me, owner: 'a' }, runs)).toBe(0);
-      expect(b.takeLane(LANES, { ...me, owner: 'b' }, runs)).toBe(1);
-      for (let i = 2; i < LANES; i++) expect(b.takeLane(LANES, { ...me, owner: `p${i}` }, runs)).toBe(i);
-      // Every lane held by a running process: none for a seventeenth.
-      expect(a.takeLane(LANES, { ...me, owner: 'q' }, runs)).toBeUndefined();
+      expect(a.takeLane(LANES, me('a'), holderRuns)).toBe(0);
+      expect(b.takeLane(LANES, me('b'), holderRuns)).toBe(1);
+      // Its own lane again (a file reopened): the same, and no second row.
+      expect(a.takeLane(LANES, me('a'), holderRuns, 0)).toBe(0);
+      for (let i = 2; i < LANES; i++) expect(b.takeLane(LANES, me(`p${i}`), holderRuns)).toBe(i);
+      expect(b.db.prepare('SELECT count(*) AS n FROM lanes').get()).toEqual({ n: LANES });
+      // Every lane held by a running process: none for a seventeenth, whatever it prefers.
+      expect(a.takeLane(LANES, me('q'), holderRuns, 3)).toBeUndefined();
       // A holder that crashed on this host (its pid runs no more) leaves its lane to the next.
       b.db.prepare('UPDATE lanes SET pid = ? WHERE owner = ?').run(2 ** 22 + 1, 'p5');
-      expect(a.takeLane(LANES, { ...me, owner: 'q' }, runs)).toBe(5);
-      // One on another host not seen for long is gone too; its touch then says it lost the lane.
-      b.db.prepare('UPDATE lanes SET host = ?, seen = ? WHERE owner = ?').run('elsewhere', Date.now() - 3_600_000, 'p7');
-      expect(a.takeLane(LANES, { ...me, owner: 'r' }, runs)).toBe(7);
+      expect(a.takeLane(LANES, me('q'), holderRuns)).toBe(5);
+      // One on another host is held while it touches its lane, gone once it has not for long; its touch then says it lost the lane.
+      b.db.prepare('UPDATE lanes SET host = ? WHERE owner = ?').run('elsewhere', 'p7');
+      expect(a.takeLane(LANES, me('r'), holderRuns, 7)).toBeUndefined();
+      b.db.prepare('UPDATE lanes SET seen = ? WHERE owner = ?').run(Date.now() - 3_600_000, 'p7');
+      expect(a.takeLane(LANES, me('r'), holderRuns, 7)).toBe(7);
       expect(b.touchLane(7, 'p7', Date.now())).toBe(false);
       expect(a.touchLane(7, 'r', Date.now())).toBe(true);
-      // A lane let go at close is free at once.
-      a.releaseLane(0, 'a');
-      expect(b.takeLane(LANES, { ...me, owner: 's' }, runs)).toBe(0);
+      // A lane let go at close is free at once; one preferred (held before a reopen) is taken where free.
+      a.releaseLane('a');
+      a.releaseLane('p9');
+      expect(b.takeLane(LANES, me('s'), holderRuns, 9)).toBe(9);
+      expect(b.takeLane(LANES, me('t'), holderRuns, 9)).toBe(0);
     } finally {
       a.close();
       b.close();

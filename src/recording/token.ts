@@ -91,7 +91,7 @@ const spread = (x: number): number => {
  */
 export function laneTokenSource(length: number, taken: Taken, lane: Int32Array): () => string {
   const whole = tokenSource(length, taken);
-  const long = tokenSource(PROVISIONAL_LENGTH, taken);
+  const long = tokenSource(Math.max(length, PROVISIONAL_LENGTH), taken);
   const draw = hexDrawer();
   return () => {
     const held = Atomics.load(lane, 0);
@@ -124,7 +124,7 @@ export const PROVISIONAL_LENGTH = 20;
  * the token is 20 random characters (80 bits: no two meet in practice, and a stored one is
  * never overwritten whatever happens).
  */
-export function sharedTokenSource(length: number, taken: { has(token: string): boolean; add(token: string): void }, slot: Int32Array): () => string {
+export function sharedTokenSource(length: number, taken: Taken, slot: Int32Array): () => string {
   const own = tokenSource(Math.min(length, 28), taken);
   const provisional = tokenSource(PROVISIONAL_LENGTH, { has: () => false, add: () => {} });
   let held = -1;

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { WaitingSums } from './insight-sums.js';
 import type { StoredProfile } from './profile.js';
@@ -31,15 +31,27 @@ export interface ProfileSink {
   close(): Awaitable<void>;
 }
 
-/** A lane is touched this often while its process runs; one not touched for LANE_STALE_MS is free (its holder on another host may be gone). */
+/** A lane is touched this often while its process runs; one not touched for LANE_STALE_MS is free (its holder may be gone). */
 const LANE_TOUCH_MS = 30_000;
 const LANE_STALE_MS = 10 * 60_000;
-const host = hostname();
 
-/** Whether a process holding a lane still runs: on this host its pid tells at once (a crash frees its lane), elsewhere only its touches. */
-const holderRuns = (row: LaneHolder): boolean => {
+/** The host as processes on it see each other: containers sharing a host name may not share pids (Linux names the pid namespace). */
+export const laneHost = (() => {
+  try {
+    return `${hostname()} ${readlinkSync('/proc/self/ns/pid')}`;
+  } catch {
+    return hostname();
+  }
+})();
+
+/**
+ * Whether a process holding a lane still runs: one not seen for long is taken to be gone (it gives
+ * its lane up itself before then, see touchLane); one on this host is asked by its pid, so a crash
+ * frees its lane at once.
+ */
+export const holderRuns = (row: LaneHolder): boolean => {
   if (row.seen < Date.now() - LANE_STALE_MS) return false;
-  if (row.host !== host) return true;
+  if (row.host !== laneHost) return true;
   try {
     process.kill(row.pid, 0);
     return true;
@@ -48,23 +60,35 @@ const holderRuns = (row: LaneHolder): boolean => {
   }
 };
 
+/** Where this profiler draws its tokens in a SQLite file: the cell the request thread reads, and who holds the lane (one for the profiler's life, whatever restarts its thread). */
+export interface Lane {
+  cell: Int32Array;
+  owner: string;
+}
+
 /**
  * A SQLite file: tokens of every process writing it are learnt into the shared bitmap, and this
- * one takes a token lane (published to the request thread through `laneCell`, see
- * laneTokenSource), so that no two processes can draw the same token. A file deleted or replaced
- * under us is noticed, a corrupt one is moved aside.
+ * profiler takes a token lane (see laneTokenSource), so that no two processes can draw the same
+ * token. A file deleted or replaced under us is noticed, a corrupt one is moved aside.
  */
 export class SqliteSink implements ProfileSink {
   readonly pruneEveryMs = 0;
   private readonly handle: StoreHandle;
   private lastSeenId = 0;
   private readonly sums = new WaitingSums();
-  private readonly owner = randomUUID();
-  private lane = LANE_UNKNOWN;
+  /** When the lane was last taken or touched. */
+  private touched = 0;
   private toldFull = false;
   private readonly toucher: NodeJS.Timeout;
 
-  constructor(private readonly file: string, private readonly taken: TokenBitmap, private readonly laneCell: Int32Array, private readonly tell: (message: string) => void) {
+  constructor(
+    private readonly file: string,
+    private readonly taken: TokenBitmap,
+    private readonly lane: Lane,
+    tell: (message: string) => void,
+    /** Said once, not a trouble of storage (which "writable again" would end). */
+    private readonly notice: (message: string) => void,
+  ) {
     // The writer thread may wait for a lock (another process's writes, a migration at start): no request waits with it.
     this.handle = new StoreHandle(file, tell, (store) => {
       this.lastSeenId = 0;
@@ -84,24 +108,36 @@ export class SqliteSink implements ProfileSink {
     }
   }
 
-  private takeLane(store: ProfileStore): void {
-    this.lane = store.takeLane(LANES, { owner: this.owner, host, pid: process.pid, seen: Date.now() }, holderRuns) ?? LANES;
-    Atomics.store(this.laneCell, 0, this.lane);
-    if (this.lane < LANES || this.toldFull) return;
-    this.toldFull = true;
-    this.tell(`profiler storage ${this.file}: all ${LANES} token lanes are held by running processes; this one's tokens are ${PROVISIONAL_LENGTH} characters long (a shared PostgreSQL store suits more processes)`);
+  private get held(): number {
+    return Atomics.load(this.lane.cell, 0);
   }
 
-  /** Keep the lane; one another process took meanwhile (ours looked gone) is given up for another, and one missed when all were held is tried for again. */
+  /** The lane held before (a file reopened, a thread restarted) is taken again where it is free: another process may have taken the lowest meanwhile. */
+  private takeLane(store: ProfileStore): void {
+    const before = this.held;
+    const lane = store.takeLane(LANES, { owner: this.lane.owner, host: laneHost, pid: process.pid, seen: Date.now() }, holderRuns, before >= 0 && before < LANES ? before : undefined) ?? LANES;
+    this.touched = Date.now();
+    Atomics.store(this.lane.cell, 0, lane);
+    if (lane < LANES || this.toldFull) return;
+    this.toldFull = true;
+    this.notice(`profiler storage ${this.file}: all ${LANES} token lanes are held by running processes; this one's tokens are ${PROVISIONAL_LENGTH} characters long until one is free (PostgreSQL suits more processes)`);
+  }
+
+  /**
+   * Keep the lane; one another process took meanwhile (ours looked gone) is given up for another,
+   * and one missed when all were held is tried for again. A lane not touched for half the time
+   * after which others may take it is let go: tokens come from the whole space until it is held again.
+   */
   private touchLane(): void {
-    const store = this.handle.get();
-    if (!store) return;
     try {
-      if (this.lane < LANES && store.touchLane(this.lane, this.owner, Date.now())) return;
-      this.takeLane(store);
+      const store = this.handle.get();
+      const held = this.held;
+      if (store && held >= 0 && held < LANES && store.touchLane(held, this.lane.owner, Date.now())) this.touched = Date.now();
+      else if (store) this.takeLane(store);
     } catch {
       // Locked or failing now: the next touch tries again, and a write tells what is wrong.
     }
+    if (Date.now() - this.touched > LANE_STALE_MS / 2) Atomics.store(this.lane.cell, 0, LANE_UNKNOWN);
   }
 
   changed(): string | undefined {
@@ -152,7 +188,7 @@ export class SqliteSink implements ProfileSink {
   close(): void {
     clearInterval(this.toucher);
     try {
-      if (this.lane >= 0 && this.lane < LANES) this.handle.get()?.releaseLane(this.lane, this.owner);
+      this.handle.current?.releaseLane(this.lane.owner);
     } catch {
       // Left held: it is free once this process is gone (or, seen from another host, stale).
     }

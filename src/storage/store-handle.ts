@@ -57,6 +57,11 @@ export class StoreHandle {
     return this.store;
   }
 
+  /** The store if it is open now, without opening it. */
+  get current(): ProfileStore | undefined {
+    return this.store;
+  }
+
   /**
    * SQLite goes on using a file that was deleted or replaced, and what it writes there is lost.
    * A stat tells; then the old connection goes and the next get() opens the file now there.

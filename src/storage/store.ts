@@ -235,20 +235,23 @@ export class ProfileStore implements ProfileReader {
   }
 
   /**
-   * Take the first of `lanes` that no row holds, or whose holder `held` says is gone, for
-   * `owner`: read and written under the write lock, so two processes never take the same one.
-   * Returns the lane, or undefined when every one is held.
+   * Take a lane for `holder.owner`: `prefer` where it is free, else the first of `lanes` that no
+   * row holds, or whose holder `runs` says is gone, or that is the owner's own. Read and written
+   * under the write lock, so two processes never take the same one; the owner's other rows (an
+   * earlier open's) go. Returns the lane, or undefined when every one is held.
    */
-  takeLane(lanes: number, holder: LaneHolder, held: (row: LaneHolder) => boolean): number | undefined {
+  takeLane(lanes: number, holder: LaneHolder, runs: (row: LaneHolder) => boolean, prefer?: number): number | undefined {
     return this.db.immediate(() => {
       const rows = new Map((this.db.prepare('SELECT lane, owner, host, pid, seen FROM lanes').all() as (LaneHolder & { lane: number })[]).map((row) => [row.lane, row]));
-      for (let lane = 0; lane < lanes; lane++) {
+      const free = (lane: number) => {
         const row = rows.get(lane);
-        if (row !== undefined && held(row)) continue;
-        this.db.prepare('INSERT OR REPLACE INTO lanes (lane, owner, host, pid, seen) VALUES (?, ?, ?, ?, ?)').run(lane, holder.owner, holder.host, holder.pid, holder.seen);
-        return lane;
-      }
-      return undefined;
+        return row === undefined || row.owner === holder.owner || !runs(row);
+      };
+      const lane = prefer !== undefined && free(prefer) ? prefer : Array.from({ length: lanes }, (_, i) => i).find(free);
+      this.releaseLane(holder.owner);
+      if (lane === undefined) return undefined;
+      this.db.prepare('INSERT OR REPLACE INTO lanes (lane, owner, host, pid, seen) VALUES (?, ?, ?, ?, ?)').run(lane, holder.owner, holder.host, holder.pid, holder.seen);
+      return lane;
     })();
   }
 
@@ -257,8 +260,8 @@ export class ProfileStore implements ProfileReader {
     return Number(this.db.prepare('UPDATE lanes SET seen = ? WHERE lane = ? AND owner = ?').run(now, lane, owner).changes) > 0;
   }
 
-  releaseLane(lane: number, owner: string): void {
-    this.db.prepare('DELETE FROM lanes WHERE lane = ? AND owner = ?').run(lane, owner);
+  releaseLane(owner: string): void {
+    this.db.prepare('DELETE FROM lanes WHERE owner = ?').run(owner);
   }
 
   /** The insights' sums of every bucket up to `time` go with the profiles retention deleted up to it (see insight-sums.ts). */

@@ -16,7 +16,7 @@ export type WriterOptions = QueueOptions & RecordOptions & {
 
 /** Messages to the writer thread. Those with a seq are answered, and the caller waits. */
 export type ToWriter =
-  | { type: 'open'; id: number; options: WriterOptions; bits: SharedArrayBuffer; backlog: SharedArrayBuffer; slot: SharedArrayBuffer }
+  | { type: 'open'; id: number; options: WriterOptions; bits: SharedArrayBuffer; backlog: SharedArrayBuffer; slot: SharedArrayBuffer; owner: string }
   | { type: 'profiles'; id: number; items: Captured[] }
   | { type: 'app'; id: number; app: AppInfo }
   | { type: 'flush'; id: number; seq: number }

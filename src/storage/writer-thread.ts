@@ -56,7 +56,7 @@ function handle(msg: ToWriter): void {
       const taken = new TokenBitmap(msg.bits);
       const sink = isPostgresUrl(options.database)
         ? (told: typeof tell) => new PgSink({ url: options.database, schema: options.schema, instance: options.instance }, taken, new Int32Array(msg.slot), told)
-        : (told: typeof tell) => new SqliteSink(options.database, taken, new Int32Array(msg.slot), told);
+        : (told: typeof tell) => new SqliteSink(options.database, taken, { cell: new Int32Array(msg.slot), owner: msg.owner }, told, tell);
       const build = (c: Captured) => {
         const { summary, record, hidden } = recordOf(c, options);
         const type = c.command === undefined ? 'request' : 'command';

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
@@ -239,7 +240,7 @@ export class ProfileWriter {
   /** Asks the thread to open the store, without waiting for it. */
   constructor(options: WriterOptions, private readonly tell: (message: string) => void) {
     this.options = { ...options };
-    this.thread.open({ type: 'open', id: this.id, options: this.options, bits: this.taken.buffer, backlog: this.backlog.buffer as SharedArrayBuffer, slot: this.slot.buffer as SharedArrayBuffer }, tell);
+    this.thread.open({ type: 'open', id: this.id, options: this.options, bits: this.taken.buffer, backlog: this.backlog.buffer as SharedArrayBuffer, slot: this.slot.buffer as SharedArrayBuffer, owner: randomUUID() }, tell);
   }
 
   /** The app, for the config panel: kept in the options a restarted thread is opened with too. */
