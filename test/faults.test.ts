@@ -4,12 +4,12 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { webProfiler, type Profile } from '../src/index.js';
 import { WriteQueue } from '../src/storage/queue.js';
 import { laneHost, SqliteSink } from '../src/storage/sink.js';
 import { ProfileStore } from '../src/storage/store.js';
-import { LANES } from '../src/recording/token.js';
+import { LANE_UNKNOWN, LANES } from '../src/recording/token.js';
 import type { StoreHandle } from '../src/storage/store-handle.js';
 import { serialise } from '../src/storage/profile.js';
 import { TokenBitmap } from '../src/storage/token-bitmap.js';
@@ -153,6 +153,39 @@ describe('storage faults: the app keeps answering, the profiler says so once and
     expect(storedTokens(db).size).toBe(41);
     expect(errors.at(-1)).toBe('profiler storage is writable again: 40 waiting profiles written');
   });
+});
+
+describe('token lanes', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('a lane its process could not touch for five minutes is let go (whole-space tokens), and taken again once it can', () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setInterval', 'clearInterval'] });
+    const db = tempDb();
+    const cell = new Int32Array(1).fill(LANE_UNKNOWN);
+    const sink = new SqliteSink(db, new TokenBitmap(), { cell, owner: 'me' }, () => {}, () => {});
+    try {
+      expect(Atomics.load(cell, 0)).toBe(0);
+      // Another connection holds the write lock: the touches fail (each after the writer's busy wait).
+      const other = openDatabase(db);
+      other.pragma('busy_timeout = 0');
+      other.prepare('BEGIN IMMEDIATE').run();
+      vi.advanceTimersByTime(30_000);
+      expect(Atomics.load(cell, 0)).toBe(0);
+      vi.setSystemTime(Date.now() + 5 * 60_000);
+      vi.advanceTimersByTime(30_000);
+      expect(Atomics.load(cell, 0)).toBe(LANE_UNKNOWN);
+      other.prepare('COMMIT').run();
+      other.close();
+      vi.advanceTimersByTime(30_000);
+      expect(Atomics.load(cell, 0)).toBe(0);
+      expect(lanesOf(db)).toEqual([{ lane: 0, pid: process.pid }]);
+    } finally {
+      sink.close();
+    }
+    expect(lanesOf(db)).toEqual([]);
+  }, 20_000);
 });
 
 function spawnServer(database: string) {

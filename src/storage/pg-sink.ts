@@ -21,6 +21,8 @@ export class PgSink implements ProfileSink {
   private readonly store: PgProfileStore;
   private readonly owner = randomUUID();
   private slot = -1;
+  /** When the slot was last taken or touched. */
+  private touched = 0;
   private taking: Promise<boolean> | undefined;
   private readonly toucher: NodeJS.Timeout;
   private readonly instance: string;
@@ -55,6 +57,7 @@ export class PgSink implements ProfileSink {
       this.taken.clear();
       for (const token of stored) this.taken.add(token.slice(SLOT_CHARS));
       this.slot = slot;
+      this.touched = Date.now();
       Atomics.store(this.slotCell, 0, slot);
       return true;
     } catch (err) {
@@ -63,16 +66,26 @@ export class PgSink implements ProfileSink {
     }
   }
 
-  /** Keep the slot; one another instance took while we could not reach the database is given up for a new one. */
+  /**
+   * Keep the slot; one another instance took while we could not reach the database is given up for
+   * a new one. A slot not touched for half the time after which others may take it is let go:
+   * tokens are long ones until the next write takes a slot again.
+   */
   private async touch(): Promise<void> {
     if (this.slot < 0) return;
     try {
-      if (await this.store.touchSlot(this.slot, this.owner)) return;
+      if (await this.store.touchSlot(this.slot, this.owner)) {
+        this.touched = Date.now();
+        return;
+      }
       this.tell(`profiler token slot ${slotPrefix(this.slot)} was taken by another instance while this one was away; taking a new one`);
       this.slot = -1;
       await this.open();
     } catch {
       // Unreachable now: the next touch, or the next write, finds out.
+      if (Date.now() - this.touched <= STALE_MS / 2) return;
+      this.slot = -1;
+      Atomics.store(this.slotCell, 0, -1);
     }
   }
 
