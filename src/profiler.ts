@@ -12,7 +12,7 @@ import { announcesKey, keyLink, linkWithKey, madeAccessKey } from './web/access-
 import { capture, captureCommand } from './recording/capture.js';
 import { errorHandler } from './web/error-handler.js';
 import { notFound } from './web/not-found.js';
-import { laneTokenSource, PROVISIONAL_LENGTH, sharedTokenSource, slotPrefix } from './recording/token.js';
+import { laneTokenSource, longLength, sharedTokenSource, slotPrefix } from './recording/token.js';
 import { pageStorage, storedAt } from './storage/open.js';
 import type { ProfileReader } from './storage/reader.js';
 import { ProfileWriter } from './storage/writer.js';
@@ -199,7 +199,7 @@ export function webProfiler(userOptions: ProfilerOptions = {}): WebProfiler {
     },
     behind: () => writer.behind,
     // A shared store's tokens carry this instance's slot in front of what the bitmap holds.
-    drew: (token) => (storage.shared ? drewShared(token, writer) : writer.taken.has(token)),
+    drew: (token) => (storage.shared ? drewShared(token, writer, options.tokenLength) : writer.taken.has(token)),
     finished: requestFinished,
   });
   const failures: Failure[] = [];
@@ -258,9 +258,9 @@ function noteFailure(failures: Failure[], ctx: WorkContext, status: number): voi
   failures.push({ token: ctx.token, time: ctx.time, status });
 }
 
-function drewShared(token: string, writer: ProfileWriter): boolean {
+function drewShared(token: string, writer: ProfileWriter, length: number): boolean {
   const slot = Atomics.load(writer.slot, 0);
-  if (slot < 0) return token.length === PROVISIONAL_LENGTH;
+  if (slot < 0) return token.length === longLength(length);
   const prefix = slotPrefix(slot);
   return token.startsWith(prefix) && writer.taken.has(token.slice(prefix.length));
 }

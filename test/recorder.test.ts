@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { logger, webProfiler, type ProfilerOptions } from '../src/index.js';
 import { LANE_UNKNOWN, LANES, laneTokenSource, tokenSource } from '../src/recording/token.js';
+import { hostname } from 'node:os';
 import { holderRuns, laneHost } from '../src/storage/sink.js';
 import { ProfileStore } from '../src/storage/store.js';
 import { listen, readRows, tempDb, tempDir, type Running } from './helpers.js';
@@ -395,6 +396,8 @@ describe('tokens', () => {
     // Every 6-character token taken: the lane is full, and the token is long rather than looping.
     Atomics.store(cell, 0, 3);
     expect(laneTokenSource(6, { has: (t) => t.length === 6, add: () => {} }, cell)()).toMatch(/^[0-9a-f]{20}$/);
+    // Never shorter than the length asked for.
+    expect(laneTokenSource(24, new Set<string>(), new Int32Array(1).fill(LANES))()).toMatch(/^[0-9a-f]{24}$/);
   });
 
   it('a lane is taken by one process at a time, until its holder is gone', () => {
@@ -402,6 +405,8 @@ describe('tokens', () => {
     const a = ProfileStore.open(file);
     const b = ProfileStore.open(file);
     const me = (owner: string) => ({ owner, host: laneHost, pid: process.pid, seen: Date.now() });
+    // Processes see each other's pids on one machine's boot, in one pid namespace.
+    expect(laneHost).toMatch(new RegExp(`^${hostname()} [0-9a-f-]{36} pid:\\[\\d+\\]$`));
     try {
       expect(a.takeLane(LANES, me('a'), holderRuns)).toBe(0);
       expect(b.takeLane(LANES, me('b'), holderRuns)).toBe(1);

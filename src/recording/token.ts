@@ -91,7 +91,7 @@ const spread = (x: number): number => {
  */
 export function laneTokenSource(length: number, taken: Taken, lane: Int32Array): () => string {
   const whole = tokenSource(length, taken);
-  const long = tokenSource(Math.max(length, PROVISIONAL_LENGTH), taken);
+  const long = tokenSource(longLength(length), taken);
   const draw = hexDrawer();
   return () => {
     const held = Atomics.load(lane, 0);
@@ -117,6 +117,9 @@ export const slotPrefix = (slot: number): string => slot.toString(16).padStart(S
 /** Tokens drawn before a shared store's slot is known: long enough (80 bits) that no two meet. */
 export const PROVISIONAL_LENGTH = 20;
 
+/** How long such tokens are for a `tokenLength`: never shorter than it. */
+export const longLength = (length: number): number => Math.max(length, PROVISIONAL_LENGTH);
+
 /**
  * Tokens for a shared (PostgreSQL) store: the instance's slot as four hex characters, then
  * `length` random ones drawn against the slot's taken bitmap. The slot comes from the writer
@@ -126,7 +129,7 @@ export const PROVISIONAL_LENGTH = 20;
  */
 export function sharedTokenSource(length: number, taken: Taken, slot: Int32Array): () => string {
   const own = tokenSource(Math.min(length, 28), taken);
-  const provisional = tokenSource(PROVISIONAL_LENGTH, { has: () => false, add: () => {} });
+  const provisional = tokenSource(longLength(length), { has: () => false, add: () => {} });
   let held = -1;
   let prefix = '';
   return () => {

@@ -1,4 +1,4 @@
-import { readlinkSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { WaitingSums } from './insight-sums.js';
 import type { StoredProfile } from './profile.js';
@@ -7,7 +7,7 @@ import { StoreHandle } from './store-handle.js';
 import { sqliteCode } from './sqlite.js';
 import { isCorruption, ProfileStore, type LaneHolder } from './store.js';
 import type { TokenBitmap } from './token-bitmap.js';
-import { LANE_UNKNOWN, LANES, PROVISIONAL_LENGTH } from '../recording/token.js';
+import { LANES, PROVISIONAL_LENGTH } from '../recording/token.js';
 
 /**
  * Where the writer thread stores profiles: a SQLite file, or a shared PostgreSQL database. The
@@ -35,14 +35,14 @@ export interface ProfileSink {
 const LANE_TOUCH_MS = 30_000;
 const LANE_STALE_MS = 10 * 60_000;
 
-/** The host as processes on it see each other: containers sharing a host name may not share pids (Linux names the pid namespace). */
-export const laneHost = (() => {
+/** The host as processes on it see each other's pids: two machines may share a host name (Linux names its boot), containers on one may not share pids (and their pid namespace). */
+export const laneHost = [hostname(), ...['/proc/sys/kernel/random/boot_id', '/proc/self/ns/pid'].map((file) => {
   try {
-    return `${hostname()} ${readlinkSync('/proc/self/ns/pid')}`;
+    return file.includes('/ns/') ? readlinkSync(file) : readFileSync(file, 'utf8').trim();
   } catch {
-    return hostname();
+    return '';
   }
-})();
+})].join(' ');
 
 /**
  * Whether a process holding a lane still runs: one not seen for long is taken to be gone (it gives
@@ -78,6 +78,8 @@ export class SqliteSink implements ProfileSink {
   private readonly sums = new WaitingSums();
   /** When the lane was last taken or touched. */
   private touched = 0;
+  /** The lane this profiler held last, if any (a restarted thread finds it in the cell). */
+  private last: number | undefined;
   private toldFull = false;
   private readonly toucher: NodeJS.Timeout;
 
@@ -85,10 +87,12 @@ export class SqliteSink implements ProfileSink {
     private readonly file: string,
     private readonly taken: TokenBitmap,
     private readonly lane: Lane,
-    tell: (message: string) => void,
+    private readonly tell: (message: string) => void,
     /** Said once, not a trouble of storage (which "writable again" would end). */
     private readonly notice: (message: string) => void,
   ) {
+    const held = this.held;
+    if (held >= 0 && held < LANES) this.last = held;
     // The writer thread may wait for a lock (another process's writes, a migration at start): no request waits with it.
     this.handle = new StoreHandle(file, tell, (store) => {
       this.lastSeenId = 0;
@@ -112,24 +116,31 @@ export class SqliteSink implements ProfileSink {
     return Atomics.load(this.lane.cell, 0);
   }
 
-  /** The lane held before (a file reopened, a thread restarted) is taken again where it is free: another process may have taken the lowest meanwhile. */
+  /**
+   * The lane held last (before a file reopened, a thread restarted, a lane let go) is taken again
+   * where it is free: tokens drawn in it may still wait to be written, and another process may
+   * have taken the lowest meanwhile.
+   */
   private takeLane(store: ProfileStore): void {
-    const before = this.held;
-    const lane = store.takeLane(LANES, { owner: this.lane.owner, host: laneHost, pid: process.pid, seen: Date.now() }, holderRuns, before >= 0 && before < LANES ? before : undefined) ?? LANES;
+    const lane = store.takeLane(LANES, { owner: this.lane.owner, host: laneHost, pid: process.pid, seen: Date.now() }, holderRuns, this.last) ?? LANES;
     this.touched = Date.now();
+    if (lane < LANES) this.last = lane;
     Atomics.store(this.lane.cell, 0, lane);
     if (lane < LANES || this.toldFull) return;
     this.toldFull = true;
-    this.notice(`profiler storage ${this.file}: all ${LANES} token lanes are held by running processes; this one's tokens are ${PROVISIONAL_LENGTH} characters long until one is free (PostgreSQL suits more processes)`);
+    this.notice(`profiler storage ${this.file}: all ${LANES} token lanes are held by running processes; this one's tokens are long ones (${PROVISIONAL_LENGTH} characters or more) until one is free (PostgreSQL suits more processes)`);
   }
 
   /**
    * Keep the lane; one another process took meanwhile (ours looked gone) is given up for another,
-   * and one missed when all were held is tried for again. A lane not touched for half the time
-   * after which others may take it is let go: tokens come from the whole space until it is held again.
+   * one missed when all were held is tried for again, and a file replaced under us is opened (and
+   * a lane taken there) now rather than at the next write. A lane not touched for half the time
+   * after which others may take it is let go: tokens are long ones until it is held again.
    */
   private touchLane(): void {
     try {
+      const changed = this.changed();
+      if (changed) this.tell(changed);
       const store = this.handle.get();
       const held = this.held;
       if (store && held >= 0 && held < LANES && store.touchLane(held, this.lane.owner, Date.now())) this.touched = Date.now();
@@ -137,7 +148,7 @@ export class SqliteSink implements ProfileSink {
     } catch {
       // Locked or failing now: the next touch tries again, and a write tells what is wrong.
     }
-    if (Date.now() - this.touched > LANE_STALE_MS / 2) Atomics.store(this.lane.cell, 0, LANE_UNKNOWN);
+    if (Date.now() - this.touched > LANE_STALE_MS / 2) Atomics.store(this.lane.cell, 0, LANES);
   }
 
   changed(): string | undefined {
@@ -187,6 +198,8 @@ export class SqliteSink implements ProfileSink {
 
   close(): void {
     clearInterval(this.toucher);
+    // What this profiler draws after it is closed is not in a lane it holds.
+    Atomics.store(this.lane.cell, 0, LANES);
     try {
       this.handle.current?.releaseLane(this.lane.owner);
     } catch {
