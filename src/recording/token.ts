@@ -87,7 +87,8 @@ const spread = (x: number): number => {
  * a token's first six characters are then its lane and 20 random bits, spread, and no process
  * draws under another's lane. Before the lane is known (the first moments after start) tokens
  * come from the whole space, checked against the bitmap; when every lane is held by a live
- * process, or this lane is nearly full, they are 20 random characters (80 bits).
+ * process, or this lane is nearly full (or let go), they are long ones: 20 random characters (80
+ bits), or `length` if more.
  */
 export function laneTokenSource(length: number, taken: Taken, lane: Int32Array): () => string {
   const whole = tokenSource(length, taken);
